@@ -1,0 +1,68 @@
+package org.rdma4j.verbs;
+
+import java.time.Duration;
+
+/**
+ * An open device (ibv_context). The root of the ownership tree: PDs, CQs and completion channels
+ * are created here. Closing fails with EBUSY while any of them is still open. Thread-safe.
+ */
+public interface Context extends AutoCloseable {
+    /** @return the device */
+    Device device();
+
+    /** @return ibv_query_device */
+    DeviceAttributes queryDevice();
+
+    /**
+     * @param port port number, 1-based
+     * @return ibv_query_port
+     */
+    PortAttributes queryPort(int port);
+
+    /**
+     * @param port  port number
+     * @param index GID table index
+     * @return ibv_query_gid; {@link Gid#ZERO} for an empty entry
+     */
+    Gid queryGid(int port, int index);
+
+    /** @return a new protection domain (ibv_alloc_pd) */
+    ProtectionDomain allocPd();
+
+    /** @return a new completion channel (ibv_create_comp_channel) */
+    CompletionChannel createCompChannel();
+
+    /**
+     * ibv_create_cq.
+     *
+     * @param cqe        minimum number of entries
+     * @param channel    completion channel for notifications, or null
+     * @param compVector completion vector (ignored by software devices)
+     * @return the CQ
+     */
+    CompletionQueue createCq(int cqe, CompletionChannel channel, int compVector);
+
+    /**
+     * Waits for the next asynchronous event (ibv_get_async_event).
+     *
+     * @param timeout how long to wait; zero polls
+     * @return the event, or null on timeout
+     */
+    AsyncEvent getAsyncEvent(Duration timeout);
+
+    /**
+     * Acknowledges an event (ibv_ack_async_event). Objects cannot be destroyed while they have
+     * unacknowledged events.
+     *
+     * @param event the event returned by {@link #getAsyncEvent}
+     */
+    void ackAsyncEvent(AsyncEvent event);
+
+    /**
+     * ibv_close_device.
+     *
+     * @throws VerbsException EBUSY while PDs, CQs or channels are open
+     */
+    @Override
+    void close();
+}

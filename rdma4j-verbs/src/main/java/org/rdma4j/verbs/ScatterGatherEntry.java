@@ -1,0 +1,77 @@
+package org.rdma4j.verbs;
+
+/**
+ * One scatter/gather element (ibv_sge): a virtual address inside a memory region, a length and the
+ * region's L_Key. Mutable and reusable; not thread-safe.
+ */
+public final class ScatterGatherEntry {
+    private long addr;
+    private int length;
+    private int lkey;
+
+    /** Creates an empty entry. */
+    public ScatterGatherEntry() {
+    }
+
+    /**
+     * @param addr   start address (the registered segment's address plus an offset)
+     * @param length length in bytes
+     * @param lkey   the memory region's L_Key
+     */
+    public ScatterGatherEntry(long addr, int length, int lkey) {
+        set(addr, length, lkey);
+    }
+
+    /**
+     * Sets all three fields.
+     *
+     * @param addr   start address
+     * @param length length in bytes (unsigned 32-bit in verbs; negative values are rejected at post)
+     * @param lkey   L_Key
+     * @return this
+     */
+    public ScatterGatherEntry set(long addr, int length, int lkey) {
+        this.addr = addr;
+        this.length = length;
+        this.lkey = lkey;
+        return this;
+    }
+
+    /** @return the start address */
+    public long addr() {
+        return addr;
+    }
+
+    /** @return the length in bytes */
+    public int length() {
+        return length;
+    }
+
+    /** @return the L_Key */
+    public int lkey() {
+        return lkey;
+    }
+
+    /** @param addr start address @return this */
+    public ScatterGatherEntry addr(long addr) {
+        this.addr = addr;
+        return this;
+    }
+
+    /** @param length length in bytes @return this */
+    public ScatterGatherEntry length(int length) {
+        this.length = length;
+        return this;
+    }
+
+    /** @param lkey L_Key @return this */
+    public ScatterGatherEntry lkey(int lkey) {
+        this.lkey = lkey;
+        return this;
+    }
+
+    @Override
+    public String toString() {
+        return "sge{addr=0x" + Long.toHexString(addr) + ", length=" + length + ", lkey=0x" + Integer.toHexString(lkey) + '}';
+    }
+}
