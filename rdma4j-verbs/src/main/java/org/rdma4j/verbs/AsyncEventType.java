@@ -4,7 +4,10 @@ package org.rdma4j.verbs;
 public enum AsyncEventType {
     /** A CQ overran: a completion was lost. */
     CQ_ERR,
-    /** A QP entered the error state because of a transport or local error. */
+    /**
+     * A QP hit an error that no completion can report (e.g. a completion lost to a full CQ) and is in
+     * the error state. Errors reported by a completion status raise no event (as on rxe).
+     */
     QP_FATAL,
     /** An invalid request arrived at a QP. */
     QP_REQ_ERR,

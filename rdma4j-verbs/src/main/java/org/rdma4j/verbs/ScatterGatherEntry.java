@@ -1,5 +1,7 @@
 package org.rdma4j.verbs;
 
+import java.lang.foreign.MemorySegment;
+
 /**
  * One scatter/gather element (ibv_sge): a virtual address inside a memory region, a length and the
  * region's L_Key. Mutable and reusable; not thread-safe.
@@ -8,6 +10,7 @@ public final class ScatterGatherEntry {
     private long addr;
     private int length;
     private int lkey;
+    private MemorySegment segment;
 
     /** Creates an empty entry. */
     public ScatterGatherEntry() {
@@ -34,7 +37,33 @@ public final class ScatterGatherEntry {
         this.addr = addr;
         this.length = length;
         this.lkey = lkey;
+        this.segment = null;
         return this;
+    }
+
+    /**
+     * Describes inline data by the memory that holds it instead of an address: the first
+     * {@code length} bytes of {@code source} (which may be a heap segment) are copied at post time.
+     * Verbs copy inline data from any address without an L_Key check; in Java an address alone can
+     * only be read when it lies in registered memory, so unregistered buffers are passed this way.
+     *
+     * @param source the bytes to send inline
+     * @return this, with addr set to the segment's address (0 for heap) and lkey 0
+     */
+    public ScatterGatherEntry inline(MemorySegment source) {
+        if (source.byteSize() > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("inline source too large: " + source.byteSize());
+        }
+        this.addr = source.isNative() ? source.address() : 0;
+        this.length = (int) source.byteSize();
+        this.lkey = 0;
+        this.segment = source;
+        return this;
+    }
+
+    /** @return the inline source given with {@link #inline}, or null */
+    public MemorySegment segment() {
+        return segment;
     }
 
     /** @return the start address */
@@ -55,6 +84,7 @@ public final class ScatterGatherEntry {
     /** @param addr start address @return this */
     public ScatterGatherEntry addr(long addr) {
         this.addr = addr;
+        this.segment = null;
         return this;
     }
 

@@ -1,0 +1,287 @@
+package org.rdma4j.soft;
+
+import java.lang.foreign.ValueLayout;
+
+import org.rdma4j.common.Psn;
+import org.rdma4j.verbs.QpState;
+import org.rdma4j.verbs.WcStatus;
+import org.rdma4j.verbs.WrOpcode;
+
+/**
+ * Matches acknowledgements and responses to send WQEs and completes them (rxe_comp.c): ACK
+ * coalescing, RDMA READ response scatter, atomic results, RNR and sequence NAKs, retry counting and
+ * go-back-N. RC only. Engine lock held for every call.
+ */
+final class Completer {
+    private final SoftQp qp;
+    /** Next PSN expected in a response (rxe comp.psn). */
+    int psn;
+    int retryCnt;
+    int rnrRetry;
+
+    Completer(SoftQp qp) {
+        this.qp = qp;
+    }
+
+    void reset() {
+        psn = 0;
+        retryCnt = qp.retryCnt;
+        rnrRetry = qp.rnrRetry;
+    }
+
+    private void resetRetryCounters() {
+        retryCnt = qp.retryCnt;
+        rnrRetry = qp.rnrRetry;
+    }
+
+    /** @return the oldest WQE the requester has started and not completed, or null */
+    SendWqe outstanding() {
+        if (qp.compIdx == qp.sqHead) {
+            return null;
+        }
+        SendWqe w = qp.slot(qp.compIdx);
+        return w.state == SendWqe.PROCESSING || w.state == SendWqe.PENDING ? w : null;
+    }
+
+    void onResponse(Packet p) {
+        QpState s = qp.state;
+        if (s != QpState.RTS && s != QpState.SQD && s != QpState.SQE) {
+            qp.device.count(SoftCounter.DROP_BAD_STATE);
+            return;
+        }
+        process(p);
+        qp.requester.run();
+    }
+
+    private void process(Packet p) {
+        for (;;) {
+            SendWqe w = outstanding();
+            if (w == null) {
+                return; // nothing outstanding: a stray or duplicate response
+            }
+            boolean readOrAtomic = w.opcode.isReadOrAtomic();
+            // rxe check_psn
+            int diff = Psn.compare(p.psn, w.lastPsn);
+            if (diff > 0) {
+                if (w.state == SendWqe.PENDING) {
+                    if (readOrAtomic) {
+                        // A response beyond a read/atomic means its own response was lost.
+                        retry();
+                        return;
+                    }
+                    // A coalesced ACK covers this SEND/WRITE: complete it and look at the next.
+                    complete(w);
+                    continue;
+                }
+                return;
+            }
+            diff = Psn.compare(p.psn, psn);
+            if (diff < 0) {
+                if (p.psn != w.lastPsn || !p.is(Opcodes.M_END)) {
+                    return; // duplicate response
+                }
+            } else if (diff > 0 && readOrAtomic) {
+                return; // response ahead of a read/atomic: dropped, the timer recovers
+            }
+            checkAck(p, w);
+            return;
+        }
+    }
+
+    private void checkAck(Packet p, SendWqe w) {
+        int op = p.opcode & 0x1F;
+        switch (op) {
+            case Opcodes.READ_RESPONSE_FIRST, Opcodes.READ_RESPONSE_MIDDLE, Opcodes.READ_RESPONSE_LAST,
+                 Opcodes.READ_RESPONSE_ONLY -> {
+                if (w.opcode != WrOpcode.RDMA_READ) {
+                    error(w, WcStatus.BAD_RESP_ERR);
+                    return;
+                }
+                if (p.is(Opcodes.M_AETH) && (p.syndrome & Aeth.TYPE_MASK) != Aeth.TYPE_ACK) {
+                    nak(p, w);
+                    return;
+                }
+                long room = w.length - w.received;
+                if (p.payloadLen > room) {
+                    error(w, WcStatus.BAD_RESP_ERR);
+                    return;
+                }
+                try {
+                    if (p.payloadLen > 0) {
+                        Sgl.transfer(p.payload, p.payloadOff, w.sgl, w.received, p.payloadLen);
+                    }
+                } catch (IllegalStateException | IndexOutOfBoundsException e) {
+                    error(w, WcStatus.LOC_PROT_ERR); // rxe do_read: copy failure
+                    return;
+                }
+                w.received += p.payloadLen;
+                psn = Psn.add(p.psn, 1);
+                progress();
+                if (p.is(Opcodes.M_END)) {
+                    complete(w);
+                }
+            }
+            case Opcodes.ATOMIC_ACKNOWLEDGE -> {
+                if (!w.opcode.isAtomic()) {
+                    error(w, WcStatus.BAD_RESP_ERR);
+                    return;
+                }
+                if ((p.syndrome & Aeth.TYPE_MASK) != Aeth.TYPE_ACK) {
+                    nak(p, w);
+                    return;
+                }
+                try {
+                    // The original value, in host order, into the local 8-byte buffer (rxe do_atomic).
+                    w.sgl.seg[0].set(ValueLayout.JAVA_LONG_UNALIGNED, w.sgl.off[0], p.origValue);
+                } catch (IllegalStateException | IndexOutOfBoundsException e) {
+                    error(w, WcStatus.LOC_PROT_ERR);
+                    return;
+                }
+                psn = Psn.add(p.psn, 1);
+                progress();
+                complete(w);
+            }
+            case Opcodes.ACKNOWLEDGE -> {
+                if ((p.syndrome & Aeth.TYPE_MASK) != Aeth.TYPE_ACK) {
+                    nak(p, w);
+                    return;
+                }
+                if (w.opcode.isReadOrAtomic()) {
+                    return; // an ACK cannot complete a read or atomic
+                }
+                psn = Psn.add(p.psn, 1);
+                progress();
+                if (w.state == SendWqe.PENDING && p.psn == w.lastPsn) {
+                    complete(w);
+                }
+            }
+            default -> qp.device.count(SoftCounter.DROP_MALFORMED);
+        }
+    }
+
+    private void nak(Packet p, SendWqe w) {
+        int syn = p.syndrome;
+        switch (syn & Aeth.TYPE_MASK) {
+            case Aeth.TYPE_RNR_NAK -> {
+                qp.device.count(SoftCounter.RCV_RNR_ERR);
+                if (rnrRetry > 0) {
+                    // rxe: rnr_retry 7 means retry forever (IBA 9.7.5.2.8).
+                    if (rnrRetry != 7) {
+                        rnrRetry--;
+                    }
+                    psn = p.psn;
+                    goBackN();
+                    qp.armRnr(Aeth.rnrDelayNs(syn));
+                } else {
+                    qp.device.count(SoftCounter.RNR_RETRY_EXCEEDED_ERR);
+                    error(w, WcStatus.RNR_RETRY_EXC_ERR);
+                }
+            }
+            case Aeth.TYPE_NAK -> {
+                switch (syn) {
+                    case Aeth.NAK_PSN_SEQ_ERROR -> {
+                        qp.device.count(SoftCounter.RCV_SEQ_ERR);
+                        // The NAK acknowledges everything before its PSN (IBA 9.7.5.1.2).
+                        if (Psn.compare(p.psn, psn) > 0) {
+                            psn = p.psn;
+                            SendWqe o;
+                            while ((o = outstanding()) != null && o.state == SendWqe.PENDING
+                                    && !o.opcode.isReadOrAtomic() && Psn.compare(o.lastPsn, psn) < 0) {
+                                complete(o);
+                            }
+                        }
+                        retry();
+                    }
+                    case Aeth.NAK_INVALID_REQ -> error(w, WcStatus.REM_INV_REQ_ERR);
+                    case Aeth.NAK_REM_ACC_ERR -> error(w, WcStatus.REM_ACCESS_ERR);
+                    default -> error(w, WcStatus.REM_OP_ERR); // rxe maps REM_OP_ERR and unknown codes here
+                }
+            }
+            default -> qp.device.count(SoftCounter.DROP_MALFORMED);
+        }
+    }
+
+    private void progress() {
+        resetRetryCounters();
+        qp.progressSinceArm = true;
+    }
+
+    private void complete(SendWqe w) {
+        psn = Psn.add(w.lastPsn, 1);
+        qp.completeSend(w, WcStatus.SUCCESS);
+        resetRetryCounters();
+        qp.progressSinceArm = true;
+        if (outstanding() == null && qp.compIdx == qp.reqIdx) {
+            qp.retransDeadline = 0;
+        }
+        qp.maybeSqDrained();
+    }
+
+    private void error(SendWqe w, WcStatus status) {
+        qp.completeSend(w, status);
+        qp.moveToError();
+    }
+
+    /** The retransmit timer expired with work outstanding. */
+    void timeout() {
+        retry();
+        qp.requester.run();
+    }
+
+    /** rxe COMPST_ERROR_RETRY: count a retry (7 = forever, as rxe does) or fail the WQE. */
+    private void retry() {
+        SendWqe w = outstanding();
+        if (w == null) {
+            return;
+        }
+        if (retryCnt > 0) {
+            // rxe treats retry_cnt 7 as infinite too, although IBA gives that meaning to rnr_retry only.
+            if (retryCnt != 7) {
+                retryCnt--;
+            }
+            qp.device.count(SoftCounter.COMPLETER_RETRY_ERR);
+            goBackN();
+            qp.retransDeadline = 0;
+            qp.armRetransmit();
+        } else {
+            qp.device.count(SoftCounter.RETRY_EXCEEDED_ERR);
+            error(w, WcStatus.RETRY_EXC_ERR);
+        }
+    }
+
+    /**
+     * Go-back-N (rxe req_retry): the requester restarts at the oldest uncompleted WQE and PSN. Packets
+     * of that WQE already acknowledged are skipped; a partly answered RDMA READ is re-issued for the
+     * rest; later WQEs are sent again whole.
+     */
+    void goBackN() {
+        if (qp.compIdx == qp.reqIdx && outstanding() == null) {
+            return;
+        }
+        qp.requester.psn = psn;
+        for (long i = qp.compIdx; i != qp.sqHead; i++) {
+            SendWqe w = qp.slot(i);
+            if (w.state == SendWqe.POSTED) {
+                break;
+            }
+            if (i == qp.compIdx) {
+                if (w.opcode == WrOpcode.RDMA_READ) {
+                    w.sent = w.received;
+                } else if (w.opcode.isAtomic()) {
+                    w.sent = 0;
+                } else {
+                    long acked = Math.max(0, Psn.compare(psn, w.firstPsn));
+                    w.sent = Math.min(w.length, acked * qp.payloadMax());
+                }
+                w.state = SendWqe.PROCESSING;
+            } else {
+                w.state = SendWqe.POSTED;
+                if (w.tookCredit) {
+                    w.tookCredit = false;
+                    qp.requester.rdAtomicAvail++;
+                }
+            }
+        }
+        qp.reqIdx = qp.compIdx;
+    }
+}

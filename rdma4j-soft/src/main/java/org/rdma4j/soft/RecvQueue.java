@@ -1,0 +1,88 @@
+package org.rdma4j.soft;
+
+import org.rdma4j.verbs.Errno;
+import org.rdma4j.verbs.RecvWorkRequest;
+import org.rdma4j.verbs.ScatterGatherEntry;
+
+/**
+ * A receive queue (a QP's own or an SRQ's): a ring of copied receive WQEs. Posting threads take the
+ * queue's monitor; the engine consumes under the engine lock. Thread-safe.
+ */
+final class RecvQueue {
+    final int capacity;
+    final int maxSge;
+    final long[] wrId;
+    final int[] numSge;
+    final long[][] addr;
+    final int[][] len;
+    final int[][] lkey;
+    private volatile long prod;
+    private volatile long cons;
+
+    RecvQueue(int capacity, int maxSge) {
+        this.capacity = capacity;
+        this.maxSge = maxSge;
+        wrId = new long[capacity];
+        numSge = new int[capacity];
+        addr = new long[capacity][maxSge];
+        len = new int[capacity][maxSge];
+        lkey = new int[capacity][maxSge];
+    }
+
+    /** @return null if posted, else the reason (rxe post_one_recv) */
+    synchronized Errno post(RecvWorkRequest wr) {
+        int n = wr.numSge();
+        if (n > maxSge) {
+            return Errno.EINVAL;
+        }
+        long p = prod;
+        if (p - cons >= capacity) {
+            return Errno.ENOMEM;
+        }
+        int slot = (int) (p % capacity);
+        for (int i = 0; i < n; i++) {
+            ScatterGatherEntry s = wr.sge(i);
+            if (s.length() < 0) {
+                return Errno.EINVAL;
+            }
+            addr[slot][i] = s.addr();
+            len[slot][i] = s.length();
+            lkey[slot][i] = s.lkey();
+        }
+        numSge[slot] = n;
+        wrId[slot] = wr.wrId();
+        prod = p + 1;
+        return null;
+    }
+
+    boolean isEmpty() {
+        return prod == cons;
+    }
+
+    int count() {
+        return (int) (prod - cons);
+    }
+
+    /** @return the slot of the oldest WQE; the queue must not be empty */
+    int headSlot() {
+        return (int) (cons % capacity);
+    }
+
+    /** Consumes the oldest WQE. Engine lock held. */
+    void advance() {
+        cons = cons + 1;
+    }
+
+    long totalLength(int slot) {
+        long t = 0;
+        for (int i = 0; i < numSge[slot]; i++) {
+            t += len[slot][i];
+        }
+        return t;
+    }
+
+    /** Drops everything (RESET). */
+    synchronized void reset() {
+        cons = prod;
+    }
+}

@@ -1,0 +1,275 @@
+package org.rdma4j.soft;
+
+import org.rdma4j.common.Psn;
+import org.rdma4j.verbs.AhAttributes;
+import org.rdma4j.verbs.Gid;
+import org.rdma4j.verbs.QpState;
+import org.rdma4j.verbs.QpType;
+import org.rdma4j.verbs.SendFlags;
+import org.rdma4j.verbs.WcStatus;
+import org.rdma4j.verbs.WrOpcode;
+
+/**
+ * Turns send WQEs into packets (rxe_req.c): assigns PSNs, keeps the RC window and the RDMA READ /
+ * atomic initiator depth, honours FENCE, segments at the path MTU on a wire, and sets AckReq.
+ * Engine lock held for every call.
+ */
+final class Requester {
+    private static final int MAX_PKT_PER_ACK = 64; // rxe RXE_MAX_PKT_PER_ACK
+
+    private final SoftQp qp;
+    private final Packet tx = new Packet();
+    /** Next PSN to send (rxe req.psn). */
+    int psn;
+    /** Outstanding RDMA READ / atomic credits left (rxe req.rd_atomic). */
+    int rdAtomicAvail;
+    private int noackPkts;
+    private boolean running;
+
+    Requester(SoftQp qp) {
+        this.qp = qp;
+    }
+
+    void reset() {
+        psn = 0;
+        noackPkts = 0;
+        rdAtomicAvail = qp.maxRdAtomic <= 1 ? qp.maxRdAtomic : Integer.highestOneBit(qp.maxRdAtomic - 1) << 1;
+    }
+
+    /**
+     * Sends as much as the queue, the window and the QP state allow. Re-entrant calls (a response
+     * processed while this thread is transmitting) return at once; the outer loop continues.
+     */
+    void run() {
+        if (running) {
+            return;
+        }
+        running = true;
+        try {
+            loop();
+        } finally {
+            running = false;
+        }
+    }
+
+    private void loop() {
+        for (;;) {
+            QpState s = qp.state;
+            if (s == QpState.ERR) {
+                qp.flushSendQueue();
+                return;
+            }
+            if (s != QpState.RTS && s != QpState.SQD) {
+                return;
+            }
+            if (qp.rnrDeadline != 0 || qp.reqIdx == qp.sqHead) {
+                qp.maybeSqDrained();
+                return;
+            }
+            SendWqe w = qp.slot(qp.reqIdx);
+            if (w.state == SendWqe.POSTED) {
+                if (s == QpState.SQD) {
+                    qp.maybeSqDrained();
+                    return; // draining: start nothing new
+                }
+                if (!start(w)) {
+                    return;
+                }
+                if (w.state == SendWqe.DONE) {
+                    continue; // completed without a packet (UD larger than the MTU)
+                }
+            }
+            if (!sendNext(w)) {
+                return;
+            }
+        }
+    }
+
+    /** Begins a WQE: fence, initiator depth, local key checks. Returns false if it must wait or failed. */
+    private boolean start(SendWqe w) {
+        boolean rc = qp.type == QpType.RC;
+        // rxe req_next_wqe: a fenced WQE waits until every earlier WQE has completed (stricter than
+        // IBA 10.8.3.3, which waits only for RDMA READ and atomics).
+        if (rc && (w.flags & SendFlags.FENCE) != 0 && qp.reqIdx != qp.compIdx) {
+            return false;
+        }
+        if (w.opcode.isReadOrAtomic()) {
+            if (rdAtomicAvail <= 0) {
+                return false; // rxe check_init_depth
+            }
+        }
+        if (!w.inline && !resolveLocal(w)) {
+            // rxe finish_packet/copy_data failure: the WQE completes with LOC_PROT_ERR and the QP errs.
+            qp.reqIdx++;
+            qp.completeSend(w, WcStatus.LOC_PROT_ERR);
+            qp.moveToError();
+            return false;
+        }
+        if (w.opcode.isReadOrAtomic()) {
+            rdAtomicAvail--;
+            w.tookCredit = true;
+        }
+        if (qp.type == QpType.UD && w.length > qp.device.activeMtu().bytes()) {
+            // IBA C10-93.1.1: a UD message longer than the path MTU emits no packet and no error (rxe
+            // "fake a success").
+            qp.reqIdx++;
+            qp.completeSend(w, WcStatus.SUCCESS);
+            return true;
+        }
+        w.firstPsn = psn;
+        w.lastPsn = Psn.add(psn, packets(w, w.length) - 1);
+        w.sent = 0;
+        w.received = 0;
+        w.state = SendWqe.PROCESSING;
+        return true;
+    }
+
+    private int packets(SendWqe w, long bytes) {
+        long max = qp.payloadMax();
+        if (w.opcode.isAtomic() || bytes == 0) {
+            return 1;
+        }
+        return (int) Math.max(1, (bytes + max - 1) / max);
+    }
+
+    /** Resolves the local SGEs into registered memory (rxe lookup_mr + mr_check_range). */
+    private boolean resolveLocal(SendWqe w) {
+        Sgl sgl = w.sgl;
+        sgl.clear();
+        // RDMA READ and atomics write their result locally: LOCAL_WRITE is needed (ibv_reg_mr.3).
+        int need = w.opcode == WrOpcode.RDMA_READ || w.opcode.isAtomic() ? 1 : 0;
+        for (int i = 0; i < w.numSge; i++) {
+            int l = w.len[i];
+            if (l == 0) {
+                continue;
+            }
+            SoftMr mr = qp.device.lookupMr(w.lkey[i]);
+            if (mr == null || mr.pd != qp.pd || !mr.allows(need) || !mr.contains(w.addr[i], l)) {
+                return false;
+            }
+            sgl.add(mr.segment, w.addr[i] - mr.address, l);
+        }
+        return true;
+    }
+
+    /** Emits the next packet of a started WQE. */
+    private boolean sendNext(SendWqe w) {
+        boolean rc = qp.type == QpType.RC;
+        if (rc && Psn.compare(psn, Psn.add(qp.completer.psn, SoftQp.MAX_UNACKED_PSNS)) > 0) {
+            return false; // rxe wait_psn: the window is full
+        }
+        Packet p = tx.clearPayload();
+        route(p, w);
+        p.psn = psn;
+        p.solicited = false;
+        p.ackReq = false;
+        int t = qp.type == QpType.RC ? Opcodes.RC : qp.type == QpType.UC ? Opcodes.UC : Opcodes.UD;
+        boolean last;
+        switch (w.opcode) {
+            case RDMA_READ -> {
+                long remaining = w.length - w.sent;
+                p.opcode = Opcodes.RC | Opcodes.READ_REQUEST;
+                p.va = w.remoteAddr + w.sent;
+                p.rkey = w.rkey;
+                p.dmaLen = (int) remaining;
+                int n = packets(w, remaining);
+                psn = Psn.add(psn, n);
+                last = true;
+            }
+            case ATOMIC_CMP_AND_SWP, ATOMIC_FETCH_AND_ADD -> {
+                p.opcode = Opcodes.RC | (w.opcode == WrOpcode.ATOMIC_CMP_AND_SWP ? Opcodes.COMPARE_SWAP : Opcodes.FETCH_ADD);
+                p.va = w.remoteAddr;
+                p.rkey = w.rkey;
+                if (w.opcode == WrOpcode.ATOMIC_CMP_AND_SWP) {
+                    p.compare = w.compareAdd;
+                    p.swapAdd = w.swap;
+                } else {
+                    p.swapAdd = w.compareAdd;
+                    p.compare = 0;
+                }
+                psn = Psn.add(psn, 1);
+                last = true;
+            }
+            default -> {
+                long max = qp.payloadMax();
+                long remaining = w.length - w.sent;
+                int chunk = (int) Math.min(remaining, max);
+                boolean first = w.sent == 0;
+                last = remaining == chunk;
+                boolean write = w.opcode == WrOpcode.RDMA_WRITE || w.opcode == WrOpcode.RDMA_WRITE_WITH_IMM;
+                boolean imm = w.opcode.hasImm();
+                int op;
+                if (write) {
+                    op = first && last ? (imm ? Opcodes.WRITE_ONLY_IMM : Opcodes.WRITE_ONLY)
+                            : first ? Opcodes.WRITE_FIRST
+                            : last ? (imm ? Opcodes.WRITE_LAST_IMM : Opcodes.WRITE_LAST) : Opcodes.WRITE_MIDDLE;
+                    if (first) {
+                        p.va = w.remoteAddr;
+                        p.rkey = w.rkey;
+                        p.dmaLen = (int) w.length;
+                    }
+                } else {
+                    op = first && last ? (imm ? Opcodes.SEND_ONLY_IMM : Opcodes.SEND_ONLY)
+                            : first ? Opcodes.SEND_FIRST
+                            : last ? (imm ? Opcodes.SEND_LAST_IMM : Opcodes.SEND_LAST) : Opcodes.SEND_MIDDLE;
+                }
+                p.opcode = t | op;
+                if (imm && last) {
+                    p.imm = w.imm;
+                }
+                if (last && (w.flags & SendFlags.SOLICITED) != 0) {
+                    p.solicited = true;
+                }
+                p.payload = w.sgl;
+                p.payloadOff = w.sent;
+                p.payloadLen = chunk;
+                w.sent += chunk;
+                psn = Psn.add(psn, 1);
+                if (qp.type == QpType.UD) {
+                    // IBA C10-15: a Q_Key with the high bit set means "use the QP's own Q_Key".
+                    p.qkey = w.remoteQkey < 0 ? qp.qkey : w.remoteQkey;
+                    p.srcQpn = qp.qpn;
+                    p.destQpn = w.remoteQpn & Psn.MASK;
+                }
+            }
+        }
+        if (rc) {
+            // rxe init_req_packet: AckReq on the last packet of a message, or every 64 packets.
+            p.ackReq = last || ++noackPkts > MAX_PKT_PER_ACK;
+            if (p.ackReq) {
+                noackPkts = 0;
+            }
+        }
+        if (last) {
+            qp.reqIdx++;
+            w.state = rc ? SendWqe.PENDING : SendWqe.DONE;
+        }
+        if (rc) {
+            qp.armRetransmit();
+        }
+        qp.fabric.transmit(qp.device, p);
+        if (!rc && last) {
+            // UC and UD have no acknowledgements: the WQE is done once its last packet is sent.
+            qp.completeSend(w, WcStatus.SUCCESS);
+        }
+        return true;
+    }
+
+    private void route(Packet p, SendWqe w) {
+        if (qp.type == QpType.UD) {
+            AhAttributes a = w.ah.attrs;
+            p.dgid = a.dgid();
+            p.sgid = qp.device.gid(a.sgidIndex());
+            p.hopLimit = a.hopLimit();
+            p.trafficClass = a.trafficClass();
+        } else {
+            p.dgid = qp.dgid;
+            Gid s = qp.sgid;
+            p.sgid = s != null ? s : qp.device.gid(0);
+            p.hopLimit = qp.av.hopLimit();
+            p.trafficClass = qp.av.trafficClass();
+            p.destQpn = qp.destQpn;
+            p.srcQpn = qp.qpn;
+        }
+    }
+}

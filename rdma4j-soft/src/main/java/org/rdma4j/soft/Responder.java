@@ -1,0 +1,717 @@
+package org.rdma4j.soft;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
+import org.rdma4j.common.Psn;
+import org.rdma4j.verbs.AccessFlag;
+import org.rdma4j.verbs.QpState;
+import org.rdma4j.verbs.QpType;
+import org.rdma4j.verbs.WcFlags;
+import org.rdma4j.verbs.WcOpcode;
+import org.rdma4j.verbs.WcStatus;
+
+/**
+ * Executes incoming requests (rxe_resp.c): PSN and opcode-sequence checks, QP and MR access checks,
+ * receive WQE consumption with RNR NAKs, data placement, RDMA READ responses, atomics, duplicate
+ * detection with read replay and the atomic result cache, and the ACK policy. Error classes follow
+ * IBA 9.9.2 as rxe implements them (see {@link #fail}). Engine lock held for every call.
+ */
+final class Responder {
+    private static final int UNLIMITED = Aeth.ACK_UNLIMITED;
+    /** GRH area at the start of UD receive buffers (ibv_post_recv.3). */
+    static final int GRH_BYTES = 40;
+
+    /** Why a request failed, named after rxe's resp_states. */
+    private enum Err {
+        NONE, PSN_OUT_OF_SEQ, MISSING_FIRST, MISSING_LAST_C, MISSING_LAST_D1E, UNSUPPORTED_OPCODE,
+        TOO_MANY_RDMA_ATM_REQ, MISALIGNED_ATOMIC, RNR, RKEY_VIOLATION, LENGTH, MALFORMED_WQE
+    }
+
+    private final SoftQp qp;
+    private final Packet out = new Packet();
+    private final Sgl one = new Sgl(1);
+    private final MemorySegment grh;
+
+    /** Next expected PSN (rxe resp.psn). */
+    int psn;
+    private int ackPsn;
+    private int msn;
+    private int lastOpcode = -1;
+    private boolean sentPsnNak;
+    private boolean dropMsg;
+    private int syndrome = UNLIMITED;
+    private WcStatus status = WcStatus.SUCCESS;
+    private boolean gotoError;
+
+    // Receive WQE in use (rxe resp.wqe)
+    private boolean haveWqe;
+    private long wqeId;
+    private boolean wqeResolved;
+    private final Sgl recvSgl;
+    private long recvOffset;
+    private long recvTotal;
+
+    // RDMA WRITE in progress
+    private SoftMr writeMr;
+    private long writeVa;
+    private long writeResid;
+    private int writeLength;
+
+    // Responder resources for RDMA READ and atomics (rxe resp_res), replayed for duplicates.
+    private Resource[] res = new Resource[0];
+    private int resNext;
+
+    private static final class Resource {
+        static final int READ = 1;
+        static final int ATOMIC = 2;
+        int type;
+        int firstPsn;
+        int lastPsn;
+        long va;
+        int rkey;
+        int length;
+        long orig;
+    }
+
+    Responder(SoftQp qp) {
+        this.qp = qp;
+        this.recvSgl = new Sgl(Math.max(1, qp.cap.maxRecvSge()) + 1);
+        this.grh = Arena.ofAuto().allocate(GRH_BYTES, 8);
+    }
+
+    void reset() {
+        psn = 0;
+        ackPsn = 0;
+        msn = 0;
+        lastOpcode = -1;
+        sentPsnNak = false;
+        dropMsg = false;
+        haveWqe = false;
+        writeMr = null;
+        for (Resource r : res) {
+            r.type = 0;
+        }
+    }
+
+    void resizeResources(int n) {
+        int size = n <= 1 ? Math.max(1, n) : Integer.highestOneBit(n - 1) << 1;
+        if (size != res.length) {
+            res = new Resource[size];
+            for (int i = 0; i < size; i++) {
+                res[i] = new Resource();
+            }
+            resNext = 0;
+        }
+    }
+
+    void dropCurrentWqe() {
+        haveWqe = false;
+        wqeResolved = false;
+    }
+
+    // ------------------------------------------------------------------ entry
+
+    void onRequest(Packet p) {
+        QpState s = qp.state;
+        if (s == QpState.RESET || s == QpState.INIT || s == QpState.ERR) {
+            qp.device.count(SoftCounter.DROP_BAD_STATE); // rxe check_type_state / rxe_receiver
+            return;
+        }
+        syndrome = UNLIMITED;
+        status = WcStatus.SUCCESS;
+        gotoError = false;
+        Err e = Err.NONE;
+        if (qp.type == QpType.UD) {
+            handleUd(p);
+            return;
+        }
+        // check_psn
+        int diff = Psn.compare(p.psn, psn);
+        if (qp.type == QpType.RC) {
+            if (diff > 0) {
+                qp.device.count(SoftCounter.OUT_OF_SEQ_REQUEST);
+                if (!sentPsnNak) {
+                    sentPsnNak = true;
+                    // RC class B: NAK with the expected PSN, drop (IBA 9.7.5.1.2).
+                    sendAck(Aeth.NAK_PSN_SEQ_ERROR, psn);
+                }
+                return;
+            }
+            if (diff < 0) {
+                qp.device.count(SoftCounter.DUPLICATE_REQUEST);
+                duplicate(p);
+                return;
+            }
+            sentPsnNak = false;
+        } else if (dropMsg || diff != 0) {
+            // UC: after a gap, drop until the next FIRST/ONLY (rxe check_psn).
+            if (!p.is(Opcodes.M_START)) {
+                dropMsg = true;
+                psn = Psn.add(p.psn, 1);
+                qp.device.count(SoftCounter.DROP_MESSAGE);
+                return;
+            }
+            dropMsg = false;
+            abandonMessage();
+        }
+        e = checkOpSeq(p);
+        if (e == Err.NONE) {
+            e = checkOpValid(p);
+        }
+        if (e == Err.NONE && dropMsg) {
+            psn = Psn.add(p.psn, 1);
+            return;
+        }
+        if (e == Err.NONE) {
+            e = checkResource(p);
+        }
+        if (e == Err.NONE) {
+            e = checkLength(p);
+        }
+        if (e == Err.NONE && p.is(Opcodes.M_WRITE | Opcodes.M_READ | Opcodes.M_ATOMIC)) {
+            e = checkRkey(p);
+        }
+        if (e == Err.NONE) {
+            e = execute(p);
+            if (e == Err.NONE) {
+                return;
+            }
+        }
+        fail(p, e);
+    }
+
+    // ------------------------------------------------------------------ checks
+
+    private Err checkOpSeq(Packet p) {
+        int op = p.opcode & 0x1F;
+        int last = lastOpcode < 0 ? -1 : lastOpcode & 0x1F;
+        boolean inSend = last == Opcodes.SEND_FIRST || last == Opcodes.SEND_MIDDLE;
+        boolean inWrite = last == Opcodes.WRITE_FIRST || last == Opcodes.WRITE_MIDDLE;
+        boolean contSend = op == Opcodes.SEND_MIDDLE || op == Opcodes.SEND_LAST || op == Opcodes.SEND_LAST_IMM;
+        boolean contWrite = op == Opcodes.WRITE_MIDDLE || op == Opcodes.WRITE_LAST || op == Opcodes.WRITE_LAST_IMM;
+        boolean rc = qp.type == QpType.RC;
+        if (inSend) {
+            return contSend ? Err.NONE : rc ? Err.MISSING_LAST_C : Err.MISSING_LAST_D1E;
+        }
+        if (inWrite) {
+            return contWrite ? Err.NONE : rc ? Err.MISSING_LAST_C : Err.MISSING_LAST_D1E;
+        }
+        if (contSend || contWrite) {
+            if (rc) {
+                return Err.MISSING_FIRST;
+            }
+            dropMsg = true; // UC: a middle/last without a first is dropped
+        }
+        return Err.NONE;
+    }
+
+    private Err checkOpValid(Packet p) {
+        int a = qp.accessFlags;
+        if (qp.type == QpType.RC) {
+            // rxe check_qp_attr_access: the QP must enable the remote operation.
+            if ((p.is(Opcodes.M_READ) && (a & AccessFlag.REMOTE_READ.bit()) == 0)
+                    || (p.is(Opcodes.M_WRITE) && (a & AccessFlag.REMOTE_WRITE.bit()) == 0)
+                    || (p.is(Opcodes.M_ATOMIC) && (a & AccessFlag.REMOTE_ATOMIC.bit()) == 0)) {
+                return Err.UNSUPPORTED_OPCODE;
+            }
+        } else if (p.is(Opcodes.M_WRITE) && (a & AccessFlag.REMOTE_WRITE.bit()) == 0) {
+            dropMsg = true; // UC write not enabled: silently dropped
+            qp.device.count(SoftCounter.DROP_MESSAGE);
+        }
+        return Err.NONE;
+    }
+
+    private Err checkResource(Packet p) {
+        if (p.is(Opcodes.M_READ | Opcodes.M_ATOMIC)) {
+            // rxe: it is the requester's job not to exceed max_dest_rd_atomic; 0 means none at all.
+            return qp.maxDestRdAtomic > 0 ? Err.NONE : Err.TOO_MANY_RDMA_ATM_REQ;
+        }
+        if (p.is(Opcodes.M_RWR) && !haveWqe) {
+            return fetchWqe() ? Err.NONE : Err.RNR;
+        }
+        return Err.NONE;
+    }
+
+    private boolean fetchWqe() {
+        RecvQueue q = qp.srq != null ? qp.srq.rq : qp.rq;
+        if (q.isEmpty()) {
+            return false;
+        }
+        int slot = q.headSlot();
+        wqeId = q.wrId[slot];
+        recvTotal = q.totalLength(slot);
+        recvOffset = 0;
+        haveWqe = true;
+        wqeResolved = resolveRecv(q, slot);
+        if (qp.srq != null) {
+            // rxe get_srq_wqe copies the SRQ WQE and consumes it at once, then checks the limit.
+            q.advance();
+            qp.srq.afterConsume();
+        }
+        return true;
+    }
+
+    /** Resolves the receive SGEs (LOCAL_WRITE, same PD, in range); false means a malformed WQE. */
+    private boolean resolveRecv(RecvQueue q, int slot) {
+        recvSgl.clear();
+        for (int i = 0; i < q.numSge[slot]; i++) {
+            int l = q.len[slot][i];
+            if (l == 0) {
+                continue;
+            }
+            long a = q.addr[slot][i];
+            SoftMr mr = qp.device.lookupMr(q.lkey[slot][i]);
+            if (mr == null || mr.pd != qp.pd || !mr.allows(AccessFlag.LOCAL_WRITE.bit()) || !mr.contains(a, l)) {
+                return false;
+            }
+            recvSgl.add(mr.segment, a - mr.address, l);
+        }
+        return true;
+    }
+
+    private Err checkLength(Packet p) {
+        // IBA C9-94: RDMA length at most 2^31.
+        if (p.is(Opcodes.M_RETH) && (p.dmaLen & 0xFFFF_FFFFL) > SoftDevice.MAX_MSG_SZ) {
+            return Err.LENGTH;
+        }
+        int max = qp.payloadMax();
+        if (p.is(Opcodes.M_PAYLOAD) && max != Integer.MAX_VALUE) {
+            boolean start = p.is(Opcodes.M_START);
+            boolean end = p.is(Opcodes.M_END);
+            if (start && end ? p.payloadLen > max
+                    : start || p.is(Opcodes.M_MIDDLE) ? p.payloadLen != max
+                    : p.payloadLen == 0 || p.payloadLen > max) {
+                return Err.LENGTH;
+            }
+        }
+        return Err.NONE;
+    }
+
+    private Err checkRkey(Packet p) {
+        int need;
+        if (p.is(Opcodes.M_ATOMIC)) {
+            writeVa = p.va;
+            writeResid = 8;
+            writeLength = 8;
+            need = AccessFlag.REMOTE_ATOMIC.bit();
+        } else {
+            if (p.is(Opcodes.M_RETH)) {
+                writeVa = p.va;
+                writeResid = p.dmaLen & 0xFFFF_FFFFL;
+                writeLength = p.dmaLen;
+                writeMr = null;
+                // C9-88: a zero-length READ or WRITE needs no valid R_Key.
+                if (writeResid == 0) {
+                    return Err.NONE;
+                }
+            } else if (writeMr != null || writeResid == 0) {
+                return p.payloadLen <= writeResid ? Err.NONE : Err.LENGTH;
+            }
+            need = p.is(Opcodes.M_READ) ? AccessFlag.REMOTE_READ.bit() : AccessFlag.REMOTE_WRITE.bit();
+        }
+        SoftMr mr = qp.device.lookupMr(p.is(Opcodes.M_ATOMIC) || p.is(Opcodes.M_RETH) ? p.rkey : -1);
+        // rxe lookup_mr (key, PD, access) and mr_check_range.
+        if (mr == null || mr.pd != qp.pd || !mr.allows(need) || !mr.contains(writeVa, writeResid)) {
+            writeMr = null;
+            return Err.RKEY_VIOLATION;
+        }
+        if (p.is(Opcodes.M_WRITE) && p.payloadLen > writeResid) {
+            return Err.LENGTH;
+        }
+        writeMr = mr;
+        return Err.NONE;
+    }
+
+    // ------------------------------------------------------------------ execute
+
+    private Err execute(Packet p) {
+        if (p.is(Opcodes.M_SEND)) {
+            if (!wqeResolved) {
+                return Err.MALFORMED_WQE;
+            }
+            if (recvOffset + p.payloadLen > recvTotal) {
+                return Err.LENGTH;
+            }
+            if (!copyIn(p, recvSgl, recvOffset)) {
+                return Err.MALFORMED_WQE;
+            }
+            recvOffset += p.payloadLen;
+        } else if (p.is(Opcodes.M_WRITE)) {
+            if (p.payloadLen > 0) {
+                one.set(writeMr.segment, writeVa - writeMr.address, p.payloadLen);
+                if (!copyIn(p, one, 0)) {
+                    return Err.RKEY_VIOLATION;
+                }
+            }
+            writeVa += p.payloadLen;
+            writeResid -= p.payloadLen;
+        } else if (p.is(Opcodes.M_READ)) {
+            return readReply(p);
+        } else if (p.is(Opcodes.M_ATOMIC)) {
+            return atomic(p);
+        }
+        if (p.is(Opcodes.M_END)) {
+            msn++;
+        }
+        psn = Psn.add(p.psn, 1);
+        ackPsn = psn;
+        lastOpcode = p.opcode;
+        if (p.is(Opcodes.M_COMP)) {
+            completeRecv(p);
+        }
+        if (qp.type == QpType.RC && p.ackReq) {
+            sendAck(UNLIMITED, p.psn);
+        }
+        if (p.is(Opcodes.M_END)) {
+            lastOpcode = -1;
+            writeMr = null;
+        }
+        return Err.NONE;
+    }
+
+    private boolean copyIn(Packet p, Sgl dst, long dstPos) {
+        if (p.payloadLen == 0) {
+            return true;
+        }
+        try {
+            Sgl.transfer(p.payload, p.payloadOff, dst, dstPos, p.payloadLen);
+            return true;
+        } catch (IllegalStateException | IndexOutOfBoundsException e) {
+            return false; // memory closed under us: treated as a protection failure
+        }
+    }
+
+    private Err readReply(Packet p) {
+        int len = p.dmaLen;
+        int npkts = len == 0 ? 1 : (int) ((len + (long) qp.payloadMax() - 1) / qp.payloadMax());
+        Resource r = res[resNext];
+        resNext = (resNext + 1) & (res.length - 1);
+        r.type = Resource.READ;
+        r.firstPsn = p.psn;
+        r.lastPsn = Psn.add(p.psn, npkts - 1);
+        r.va = p.va;
+        r.rkey = p.rkey;
+        r.length = len;
+        // C9-148: a READ advances the MSN when it executes.
+        msn++;
+        psn = Psn.add(p.psn, npkts);
+        ackPsn = psn;
+        lastOpcode = -1;
+        SoftMr mr = writeMr;
+        writeMr = null;
+        sendReadResponses(mr, p.va, len, p.psn);
+        return Err.NONE;
+    }
+
+    private void sendReadResponses(SoftMr mr, long va, int len, int firstPsn) {
+        int max = qp.payloadMax();
+        long sent = 0;
+        int pktPsn = firstPsn;
+        do {
+            int chunk = (int) Math.min(max, len - sent);
+            boolean first = sent == 0;
+            boolean last = sent + chunk == len;
+            Packet o = response(first && last ? Opcodes.READ_RESPONSE_ONLY : first ? Opcodes.READ_RESPONSE_FIRST
+                    : last ? Opcodes.READ_RESPONSE_LAST : Opcodes.READ_RESPONSE_MIDDLE, pktPsn);
+            o.syndrome = UNLIMITED;
+            if (chunk > 0) {
+                one.set(mr.segment, va + sent - mr.address, chunk);
+                o.payload = one;
+                o.payloadOff = 0;
+                o.payloadLen = chunk;
+            }
+            sent += chunk;
+            pktPsn = Psn.add(pktPsn, 1);
+            qp.fabric.transmit(qp.device, o);
+        } while (sent < len && qp.state != QpState.ERR);
+    }
+
+    private Err atomic(Packet p) {
+        if ((p.va & 7) != 0) {
+            return Err.MISALIGNED_ATOMIC;
+        }
+        SoftMr mr = writeMr;
+        writeMr = null;
+        long off = p.va - mr.address;
+        long orig;
+        try {
+            // Atomic with respect to every other atomic of this fabric: all run under the engine lock
+            // (rxe: IB_ATOMIC_HCA, a device-wide lock, not coherent with CPU atomics).
+            orig = mr.segment.get(ValueLayout.JAVA_LONG, off);
+            long next = (p.opcode & 0x1F) == Opcodes.COMPARE_SWAP ? (orig == p.compare ? p.swapAdd : orig)
+                    : orig + p.swapAdd;
+            mr.segment.set(ValueLayout.JAVA_LONG, off, next);
+        } catch (IllegalStateException | IndexOutOfBoundsException | IllegalArgumentException e) {
+            return Err.RKEY_VIOLATION;
+        }
+        Resource r = res[resNext];
+        resNext = (resNext + 1) & (res.length - 1);
+        r.type = Resource.ATOMIC;
+        r.firstPsn = p.psn;
+        r.lastPsn = p.psn;
+        r.orig = orig;
+        msn++;
+        psn = Psn.add(p.psn, 1);
+        ackPsn = psn;
+        lastOpcode = -1;
+        sendAtomicAck(orig, p.psn);
+        return Err.NONE;
+    }
+
+    private void completeRecv(Packet p) {
+        boolean writeImm = p.is(Opcodes.M_WRITE);
+        int flags = WcFlags.GRH; // rxe sets IB_WC_GRH on every user receive completion
+        if (p.is(Opcodes.M_IMM)) {
+            flags |= WcFlags.WITH_IMM;
+        }
+        int byteLen = writeImm ? writeLength : (int) recvOffset;
+        long id = wqeId;
+        consumeWqe();
+        if (!qp.recvCq.post(id, WcStatus.SUCCESS, writeImm ? WcOpcode.RECV_RDMA_WITH_IMM : WcOpcode.RECV,
+                byteLen, p.is(Opcodes.M_IMM) ? p.imm : 0, qp.qpn, 0, flags, p.solicited)) {
+            qp.overflowed();
+        }
+    }
+
+    private void consumeWqe() {
+        if (haveWqe && qp.srq == null) {
+            qp.rq.advance();
+        }
+        haveWqe = false;
+        wqeResolved = false;
+    }
+
+    // ------------------------------------------------------------------ UD
+
+    private void handleUd(Packet p) {
+        // rxe check_keys: the DETH Q_Key must match the QP's.
+        if (p.qkey != qp.qkey) {
+            qp.device.count(SoftCounter.DROP_QKEY_VIOLATION);
+            return;
+        }
+        if (!fetchWqe()) {
+            qp.device.count(SoftCounter.DROP_MESSAGE); // UD class D: no receive WQE
+            return;
+        }
+        WcStatus st = WcStatus.SUCCESS;
+        if (!wqeResolved) {
+            st = WcStatus.LOC_QP_OP_ERR; // malformed WQE: class A
+        } else if (GRH_BYTES + (long) p.payloadLen > recvTotal) {
+            // rxe_resp_check_length: too small for GRH + payload. Without an SRQ the message is dropped
+            // (class D); with an SRQ the WQE completes with REM_INV_REQ_ERR (class E).
+            if (qp.srq == null) {
+                haveWqe = false;
+                wqeResolved = false;
+                qp.device.count(SoftCounter.DROP_MESSAGE);
+                return;
+            }
+            st = WcStatus.REM_INV_REQ_ERR;
+        } else {
+            writeGrh(p);
+            one.set(grh, 0, GRH_BYTES);
+            try {
+                Sgl.transfer(one, 0, recvSgl, 0, GRH_BYTES);
+            } catch (IllegalStateException | IndexOutOfBoundsException e) {
+                st = WcStatus.LOC_QP_OP_ERR;
+            }
+            if (st == WcStatus.SUCCESS && !copyIn(p, recvSgl, GRH_BYTES)) {
+                st = WcStatus.LOC_QP_OP_ERR;
+            }
+        }
+        long id = wqeId;
+        consumeWqe();
+        int flags = WcFlags.GRH | (p.is(Opcodes.M_IMM) ? WcFlags.WITH_IMM : 0);
+        boolean ok = st == WcStatus.SUCCESS;
+        if (!qp.recvCq.post(id, st, WcOpcode.RECV, ok ? GRH_BYTES + p.payloadLen : 0,
+                ok && p.is(Opcodes.M_IMM) ? p.imm : 0, qp.qpn, ok ? p.srcQpn : 0, ok ? flags : 0, p.solicited)) {
+            qp.overflowed();
+        }
+        if (st == WcStatus.LOC_QP_OP_ERR) {
+            qp.moveToError();
+        }
+    }
+
+    /**
+     * The 40-byte GRH area: for an IPv4-mapped source GID, 20 zero bytes then the IPv4 header; else
+     * the IPv6 header (rxe execute() copies the network header: union rdma_network_hdr).
+     */
+    private void writeGrh(Packet p) {
+        grh.fill((byte) 0);
+        int udpLen = 8 + 12 + 8 + (p.is(Opcodes.M_IMM) ? 4 : 0) + p.payloadLen + ((-p.payloadLen) & 3) + 4;
+        if (p.sgid.isIpv4Mapped()) {
+            byte[] s = p.sgid.toBytes();
+            byte[] d = p.dgid.toBytes();
+            grh.set(ValueLayout.JAVA_BYTE, 20, (byte) 0x45);
+            grh.set(ValueLayout.JAVA_BYTE, 21, (byte) p.trafficClass);
+            putShort(22, 20 + udpLen);
+            grh.set(ValueLayout.JAVA_BYTE, 28, (byte) p.hopLimit);
+            grh.set(ValueLayout.JAVA_BYTE, 29, (byte) 17);
+            for (int i = 0; i < 4; i++) {
+                grh.set(ValueLayout.JAVA_BYTE, 32 + i, s[12 + i]);
+                grh.set(ValueLayout.JAVA_BYTE, 36 + i, d[12 + i]);
+            }
+            return;
+        }
+        int vtf = (6 << 28) | ((p.trafficClass & 0xFF) << 20);
+        grh.set(ValueLayout.JAVA_INT_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN), 0, vtf);
+        putShort(4, udpLen);
+        grh.set(ValueLayout.JAVA_BYTE, 6, (byte) 17);
+        grh.set(ValueLayout.JAVA_BYTE, 7, (byte) p.hopLimit);
+        putLong(8, p.sgid.hi());
+        putLong(16, p.sgid.lo());
+        putLong(24, p.dgid.hi());
+        putLong(32, p.dgid.lo());
+    }
+
+    private void putShort(long off, int v) {
+        grh.set(ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN), off, (short) v);
+    }
+
+    private void putLong(long off, long v) {
+        grh.set(ValueLayout.JAVA_LONG_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN), off, v);
+    }
+
+    // ------------------------------------------------------------------ duplicates (rxe duplicate_request)
+
+    private void duplicate(Packet p) {
+        if (p.is(Opcodes.M_SEND) || p.is(Opcodes.M_WRITE)) {
+            // C9-105: acknowledge again with the last PSN processed.
+            sendAck(UNLIMITED, Psn.add(ackPsn, -1));
+            return;
+        }
+        Resource r = find(p.psn);
+        if (r == null) {
+            return; // class D: drop
+        }
+        if (p.is(Opcodes.M_READ) && r.type == Resource.READ) {
+            long end = r.va + (r.length & 0xFFFF_FFFFL);
+            long len = p.dmaLen & 0xFFFF_FFFFL;
+            if (p.va < r.va || p.va + len > end || p.rkey != r.rkey) {
+                return; // not a subset of the original request: drop
+            }
+            SoftMr mr = qp.device.lookupMr(r.rkey);
+            if (mr == null || !mr.contains(p.va, len)) {
+                return;
+            }
+            sendReadResponses(mr, p.va, (int) len, p.psn);
+        } else if (p.is(Opcodes.M_ATOMIC) && r.type == Resource.ATOMIC) {
+            sendAtomicAck(r.orig, p.psn); // replay the cached result, never re-execute
+        }
+    }
+
+    private Resource find(int pktPsn) {
+        for (Resource r : res) {
+            if (r.type != 0 && Psn.compare(pktPsn, r.firstPsn) >= 0 && Psn.compare(pktPsn, r.lastPsn) <= 0) {
+                return r;
+            }
+        }
+        return null;
+    }
+
+    // ------------------------------------------------------------------ errors
+
+    /**
+     * The error classes of IBA 9.9.2 as rxe_receiver applies them. Class B (sequence, RNR): NAK and
+     * drop, no completion. Class C (invalid request, remote access on RC): NAK, complete the receive
+     * WQE if one is held, QP to ERR. Class D/E (UC/UD): drop, or complete the WQE with an SRQ.
+     * Class A (malformed receive WQE): NAK REM_OP_ERR, the WQE completes with LOC_QP_OP_ERR.
+     */
+    private void fail(Packet p, Err e) {
+        boolean rc = qp.type == QpType.RC;
+        switch (e) {
+            case RNR -> {
+                if (rc) {
+                    qp.device.count(SoftCounter.SND_RNR);
+                    sendAck(Aeth.TYPE_RNR_NAK | (qp.minRnrTimer & 0x1F), p.psn);
+                } else {
+                    dropMsg = true;
+                    qp.device.count(SoftCounter.DROP_MESSAGE);
+                }
+                return;
+            }
+            case TOO_MANY_RDMA_ATM_REQ, MISSING_FIRST, MISSING_LAST_C, UNSUPPORTED_OPCODE, MISALIGNED_ATOMIC ->
+                    classAc(p, Aeth.NAK_INVALID_REQ, WcStatus.REM_INV_REQ_ERR);
+            case MISSING_LAST_D1E -> {
+                // UC: the previous message is abandoned; this packet may start a new one.
+                abandonMessage();
+                dropMsg = true;
+                qp.device.count(SoftCounter.DROP_MESSAGE);
+            }
+            case RKEY_VIOLATION -> {
+                if (rc) {
+                    classAc(p, Aeth.NAK_REM_ACC_ERR, WcStatus.REM_ACCESS_ERR);
+                } else {
+                    dropMsg = true;
+                    qp.device.count(SoftCounter.DROP_MESSAGE);
+                    abandonMessage();
+                }
+            }
+            case LENGTH -> {
+                if (rc) {
+                    // rxe completes the receive WQE with REM_INV_REQ_ERR here, where IBA (and most
+                    // hardware) reports LOC_LEN_ERR at the responder; we match rxe.
+                    classAc(p, Aeth.NAK_INVALID_REQ, WcStatus.REM_INV_REQ_ERR);
+                } else {
+                    dropMsg = true;
+                    qp.device.count(SoftCounter.DROP_MESSAGE);
+                    abandonMessage();
+                }
+            }
+            case MALFORMED_WQE -> classAc(p, Aeth.NAK_REM_OP_ERR, WcStatus.LOC_QP_OP_ERR);
+            default -> qp.device.count(SoftCounter.DROP_MALFORMED);
+        }
+    }
+
+    private void classAc(Packet p, int nak, WcStatus st) {
+        if (haveWqe) {
+            long id = wqeId;
+            consumeWqe();
+            qp.recvCq.post(id, st, WcOpcode.RECV, 0, 0, qp.qpn, 0, 0, false);
+        }
+        lastOpcode = -1;
+        writeMr = null;
+        if (qp.type == QpType.RC) {
+            sendAck(nak, p.psn);
+        }
+        qp.moveToError();
+    }
+
+    /** Forgets a partly received UC message: its receive WQE starts over (rxe class D1). */
+    private void abandonMessage() {
+        recvOffset = 0;
+        lastOpcode = -1;
+        writeMr = null;
+    }
+
+    // ------------------------------------------------------------------ acknowledgements
+
+    private Packet response(int op, int respPsn) {
+        Packet o = out.clearPayload();
+        o.opcode = Opcodes.RC | op;
+        o.dgid = qp.dgid;
+        o.sgid = qp.sgid != null ? qp.sgid : qp.device.gid(0);
+        o.destQpn = qp.destQpn;
+        o.srcQpn = qp.qpn;
+        o.psn = respPsn;
+        o.msn = msn;
+        o.ackReq = false;
+        o.solicited = false;
+        o.hopLimit = qp.av.hopLimit();
+        return o;
+    }
+
+    private void sendAck(int syn, int ackedPsn) {
+        Packet o = response(Opcodes.ACKNOWLEDGE, ackedPsn);
+        o.syndrome = syn;
+        qp.fabric.transmit(qp.device, o);
+    }
+
+    private void sendAtomicAck(long orig, int ackedPsn) {
+        Packet o = response(Opcodes.ATOMIC_ACKNOWLEDGE, ackedPsn);
+        o.syndrome = UNLIMITED;
+        o.origValue = orig;
+        qp.fabric.transmit(qp.device, o);
+    }
+}

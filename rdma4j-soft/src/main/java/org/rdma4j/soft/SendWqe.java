@@ -1,0 +1,57 @@
+package org.rdma4j.soft;
+
+import java.lang.foreign.MemorySegment;
+
+import org.rdma4j.verbs.WcStatus;
+import org.rdma4j.verbs.WrOpcode;
+
+/**
+ * A send-queue slot: the posted request copied out of the user's {@link org.rdma4j.verbs.SendWorkRequest}
+ * (inline data included) plus the engine's progress on it. Engine lock held for all access.
+ */
+final class SendWqe {
+    static final int POSTED = 0;
+    /** Started: some packets may have been sent. */
+    static final int PROCESSING = 1;
+    /** All packets sent; waiting for the acknowledgement or response (RC). */
+    static final int PENDING = 2;
+    static final int DONE = 3;
+
+    long wrId;
+    WrOpcode opcode;
+    int flags;
+    int imm;
+    long remoteAddr;
+    int rkey;
+    long compareAdd;
+    long swap;
+    SoftAh ah;
+    int remoteQpn;
+    int remoteQkey;
+    boolean signaled;
+    int numSge;
+    final long[] addr;
+    final int[] len;
+    final int[] lkey;
+    final MemorySegment inlineBuf;
+    boolean inline;
+    long length;
+
+    // engine progress
+    int state;
+    int firstPsn;
+    int lastPsn;
+    long sent;
+    long received;
+    boolean tookCredit;
+    WcStatus status;
+    final Sgl sgl;
+
+    SendWqe(int maxSge, MemorySegment inlineBuf) {
+        addr = new long[maxSge];
+        len = new int[maxSge];
+        lkey = new int[maxSge];
+        this.inlineBuf = inlineBuf;
+        sgl = new Sgl(maxSge);
+    }
+}

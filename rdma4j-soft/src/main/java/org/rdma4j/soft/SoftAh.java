@@ -1,0 +1,40 @@
+package org.rdma4j.soft;
+
+import org.rdma4j.verbs.AddressHandle;
+import org.rdma4j.verbs.AhAttributes;
+import org.rdma4j.verbs.ProtectionDomain;
+
+/** A UD address handle. */
+final class SoftAh extends SoftResource implements AddressHandle {
+    final SoftPd pd;
+    final AhAttributes attrs;
+
+    SoftAh(SoftPd pd, AhAttributes attrs) {
+        this.pd = pd;
+        this.attrs = attrs;
+    }
+
+    @Override
+    String describe() {
+        return "AH(" + attrs.dgid() + ")";
+    }
+
+    @Override
+    public ProtectionDomain pd() {
+        return pd;
+    }
+
+    @Override
+    public AhAttributes attributes() {
+        return attrs.copy();
+    }
+
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        pd.children.remove(this);
+    }
+}

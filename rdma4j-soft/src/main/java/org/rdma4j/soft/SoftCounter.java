@@ -1,0 +1,39 @@
+package org.rdma4j.soft;
+
+/** Device counters, named after rxe's hw counters (rxe_hw_counters.c) plus the drops we count. */
+public enum SoftCounter {
+    /** Packets transmitted. */
+    SENT_PKTS,
+    /** Packets received. */
+    RCVD_PKTS,
+    /** Duplicate requests seen by a responder. */
+    DUPLICATE_REQUEST,
+    /** Requests with a PSN ahead of the expected one. */
+    OUT_OF_SEQ_REQUEST,
+    /** RNR NAKs received. */
+    RCV_RNR_ERR,
+    /** RNR NAKs sent. */
+    SND_RNR,
+    /** PSN sequence-error NAKs received. */
+    RCV_SEQ_ERR,
+    /** Retry sequences started by the completer. */
+    COMPLETER_RETRY_ERR,
+    /** WQEs completed with RETRY_EXC_ERR. */
+    RETRY_EXCEEDED_ERR,
+    /** WQEs completed with RNR_RETRY_EXC_ERR. */
+    RNR_RETRY_EXCEEDED_ERR,
+    /** Packets dropped: no QP with that number. */
+    DROP_NO_QP,
+    /** Packets dropped: QP state or type does not accept it. */
+    DROP_BAD_STATE,
+    /** UD packets dropped for a Q_Key mismatch (IBA C10-15, rxe check_keys). */
+    DROP_QKEY_VIOLATION,
+    /** UC/UD messages dropped for lack of a receive WQE or by a class D/E error. */
+    DROP_MESSAGE,
+    /** Packets dropped: no device with the destination GID, or port down. */
+    DROP_NO_ROUTE,
+    /** Malformed or unexpected packets dropped. */
+    DROP_MALFORMED,
+    /** Completions lost to a full CQ. */
+    CQ_OVERFLOW
+}

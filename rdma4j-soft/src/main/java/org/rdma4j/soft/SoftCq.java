@@ -1,0 +1,190 @@
+package org.rdma4j.soft;
+
+import java.util.concurrent.atomic.AtomicInteger;
+
+import org.rdma4j.verbs.AsyncEvent;
+import org.rdma4j.verbs.AsyncEventType;
+import org.rdma4j.verbs.CompletionChannel;
+import org.rdma4j.verbs.CompletionQueue;
+import org.rdma4j.verbs.Errno;
+import org.rdma4j.verbs.VerbsException;
+import org.rdma4j.verbs.WcOpcode;
+import org.rdma4j.verbs.WcStatus;
+import org.rdma4j.verbs.WorkCompletion;
+
+/**
+ * A completion queue: a ring of preallocated completions. Producers (the engine) and consumers
+ * (pollers) each take their own short lock; an empty poll takes none. Thread-safe.
+ */
+final class SoftCq extends SoftResource implements CompletionQueue {
+    private static final int ARM_NONE = 0;
+    private static final int ARM_ANY = 1;
+    private static final int ARM_SOLICITED = 2;
+
+    final SoftContext ctx;
+    private final SoftChannel channel;
+    private final Object producerLock = new Object();
+    private final Object consumerLock = new Object();
+    private WorkCompletion[] ring;
+    private volatile long head; // next to poll
+    private volatile long tail; // next to fill
+    private volatile int armed;
+    final AtomicInteger unackedEvents = new AtomicInteger();
+
+    SoftCq(SoftContext ctx, int cqe, SoftChannel channel) {
+        this.ctx = ctx;
+        this.channel = channel;
+        this.ring = newRing(cqe);
+    }
+
+    private static WorkCompletion[] newRing(int n) {
+        WorkCompletion[] r = new WorkCompletion[n];
+        for (int i = 0; i < n; i++) {
+            r[i] = new WorkCompletion();
+        }
+        return r;
+    }
+
+    @Override
+    String describe() {
+        return "CQ(" + ring.length + ")";
+    }
+
+    @Override
+    public int capacity() {
+        return ring.length;
+    }
+
+    @Override
+    public CompletionChannel channel() {
+        return channel;
+    }
+
+    /**
+     * Adds a completion. On a full queue the completion is lost and CQ_ERR is raised (rxe_cq_post
+     * returns -EBUSY and reports IB_EVENT_CQ_ERR).
+     *
+     * @return false on overflow
+     */
+    boolean post(long wrId, WcStatus status, WcOpcode opcode, int byteLen, int imm, int qpNum, int srcQp,
+                 int wcFlags, boolean solicited) {
+        synchronized (producerLock) {
+            long t = tail;
+            WorkCompletion[] r = ring;
+            if (t - head >= r.length) {
+                ctx.device.count(SoftCounter.CQ_OVERFLOW);
+                ctx.raise(new AsyncEvent(AsyncEventType.CQ_ERR, null, this, null, 0));
+                return false;
+            }
+            r[(int) (t % r.length)].set(wrId, status, opcode, 0, byteLen, imm, qpNum, srcQp, wcFlags, 0);
+            tail = t + 1;
+        }
+        int a = armed;
+        if (a != ARM_NONE && channel != null
+                && (a == ARM_ANY || solicited || status != WcStatus.SUCCESS)) {
+            synchronized (producerLock) {
+                if (armed == ARM_NONE) {
+                    return true;
+                }
+                armed = ARM_NONE;
+            }
+            channel.push(this);
+        }
+        return true;
+    }
+
+    @Override
+    public int poll(WorkCompletion[] wcs, int max) {
+        if (tail == head) {
+            return 0;
+        }
+        synchronized (consumerLock) {
+            long h = head;
+            long t = tail;
+            WorkCompletion[] r = ring;
+            int n = (int) Math.min(Math.min(t - h, max), wcs.length);
+            for (int i = 0; i < n; i++) {
+                wcs[i].copyFrom(r[(int) ((h + i) % r.length)]);
+            }
+            head = h + n;
+            return n;
+        }
+    }
+
+    @Override
+    public boolean poll(WorkCompletion wc) {
+        if (tail == head) {
+            return false;
+        }
+        synchronized (consumerLock) {
+            long h = head;
+            if (tail == h) {
+                return false;
+            }
+            WorkCompletion[] r = ring;
+            wc.copyFrom(r[(int) (h % r.length)]);
+            head = h + 1;
+            return true;
+        }
+    }
+
+    /** @return the number of completions queued */
+    int count() {
+        return (int) (tail - head);
+    }
+
+    @Override
+    public void reqNotify(boolean solicitedOnly) {
+        checkNotClosed();
+        if (channel == null) {
+            throw new VerbsException(Errno.EINVAL, "CQ has no completion channel");
+        }
+        synchronized (producerLock) {
+            armed = solicitedOnly ? ARM_SOLICITED : ARM_ANY;
+        }
+    }
+
+    @Override
+    public void ackEvents(int count) {
+        unackedEvents.addAndGet(-count);
+    }
+
+    @Override
+    public void resize(int cqe) {
+        checkNotClosed();
+        if (cqe < 1 || cqe > SoftDevice.MAX_CQE) {
+            throw new VerbsException(Errno.EINVAL, "cqe=" + cqe + " (expected 1.." + SoftDevice.MAX_CQE + ")");
+        }
+        synchronized (consumerLock) {
+            synchronized (producerLock) {
+                long h = head;
+                long t = tail;
+                if (t - h > cqe) {
+                    throw new VerbsException(Errno.EINVAL, "cqe=" + cqe + " is smaller than the " + (t - h)
+                            + " completions queued");
+                }
+                WorkCompletion[] old = ring;
+                WorkCompletion[] r = newRing(cqe);
+                for (long i = h; i < t; i++) {
+                    r[(int) ((i - h) % cqe)].copyFrom(old[(int) (i % old.length)]);
+                }
+                ring = r;
+                head = 0;
+                tail = t - h;
+            }
+        }
+    }
+
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        checkIdle("ibv_destroy_cq");
+        closed = true;
+        if (channel != null) {
+            channel.users.decrementAndGet();
+        }
+        ctx.children.remove(this);
+    }
+}

@@ -1,0 +1,119 @@
+package org.rdma4j.soft;
+
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.locks.ReentrantLock;
+
+import org.rdma4j.common.ManualClock;
+import org.rdma4j.common.NanoClock;
+import org.rdma4j.verbs.Errno;
+import org.rdma4j.verbs.Gid;
+import org.rdma4j.verbs.VerbsException;
+
+/**
+ * An in-process network: the software devices added to it reach each other by GID, as hosts on
+ * one subnet. Packets pass between devices as objects that refer to the sender's memory, so an RDMA
+ * WRITE is a single copy.
+ *
+ * <p>Threading: protocol processing of every device on the fabric runs under one engine lock, on the
+ * thread that posts (requester, then the peer's responder, then the completer, in one call), or on the
+ * fabric's timer agent ({@code rdma4j-soft-timer}) for retransmit and RNR timers. Polling a CQ and
+ * posting a receive do not take the engine lock. With a {@link ManualClock} there is no timer thread:
+ * timers fire inside {@link ManualClock#advance}.
+ */
+public final class SoftFabric implements AutoCloseable {
+    final ReentrantLock engine = new ReentrantLock();
+    final NanoClock clock;
+    final TimerService timers;
+    private final boolean segmentAtMtu;
+    private final Map<Gid, SoftDevice> byGid = new ConcurrentHashMap<>();
+    private final List<SoftDevice> devices = new CopyOnWriteArrayList<>();
+    private volatile boolean closed;
+
+    /** A fabric on the system clock that passes whole messages (no MTU segmentation). */
+    public SoftFabric() {
+        this(NanoClock.SYSTEM, false);
+    }
+
+    /**
+     * @param clock time source for protocol timers; a {@link ManualClock} makes them test-driven
+     */
+    public SoftFabric(NanoClock clock) {
+        this(clock, false);
+    }
+
+    /**
+     * @param clock        time source for protocol timers
+     * @param segmentAtMtu cut RC/UC messages into path-MTU packets as a wire would (FIRST/MIDDLE/LAST),
+     *                     exercising the same protocol paths as RoCE; off, a message is one packet
+     */
+    public SoftFabric(NanoClock clock, boolean segmentAtMtu) {
+        this.clock = clock;
+        this.segmentAtMtu = segmentAtMtu;
+        this.timers = new TimerService(this);
+    }
+
+    /**
+     * Adds a device.
+     *
+     * @param name device name, unique on the fabric
+     * @return the device
+     */
+    public SoftDevice addDevice(String name) {
+        checkOpen();
+        for (SoftDevice d : devices) {
+            if (d.name().equals(name)) {
+                throw new VerbsException(Errno.EINVAL, "device " + name + " already exists on this fabric");
+            }
+        }
+        SoftDevice d = new SoftDevice(this, name, devices.size());
+        devices.add(d);
+        byGid.put(d.gid(0), d);
+        return d;
+    }
+
+    /** @return the devices, in the order they were added */
+    public List<SoftDevice> devices() {
+        return List.copyOf(devices);
+    }
+
+    /** @return whether messages are cut at the path MTU */
+    public boolean segmentsAtMtu() {
+        return segmentAtMtu;
+    }
+
+    /** @return the clock driving the protocol timers */
+    public NanoClock clock() {
+        return clock;
+    }
+
+    int maxPayload(int pathMtuBytes) {
+        return segmentAtMtu ? pathMtuBytes : Integer.MAX_VALUE;
+    }
+
+    /** Delivers a packet to the device that owns its destination GID. Engine lock held. */
+    void transmit(SoftDevice from, Packet p) {
+        from.count(SoftCounter.SENT_PKTS);
+        SoftDevice to = byGid.get(p.dgid);
+        if (to == null || !to.portActive()) {
+            from.count(SoftCounter.DROP_NO_ROUTE);
+            return;
+        }
+        to.receive(p);
+    }
+
+    void checkOpen() {
+        if (closed) {
+            throw new VerbsException(Errno.EINVAL, "fabric is closed");
+        }
+    }
+
+    /** Stops the timer agent. Devices stay usable for closing their objects. */
+    @Override
+    public void close() {
+        closed = true;
+        timers.close();
+    }
+}

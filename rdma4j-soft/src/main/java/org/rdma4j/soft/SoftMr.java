@@ -1,0 +1,91 @@
+package org.rdma4j.soft;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Set;
+
+import org.rdma4j.verbs.AccessFlag;
+import org.rdma4j.verbs.MemoryRegion;
+import org.rdma4j.verbs.ProtectionDomain;
+
+/** A registered memory region. L_Key equals R_Key, as on rxe. */
+final class SoftMr extends SoftResource implements MemoryRegion {
+    final SoftPd pd;
+    final MemorySegment segment;
+    final long address;
+    final long length;
+    final int access;
+    volatile int key;
+
+    SoftMr(SoftPd pd, MemorySegment segment, int access) {
+        this.pd = pd;
+        this.segment = segment;
+        this.address = segment.address();
+        this.length = segment.byteSize();
+        this.access = access;
+    }
+
+    @Override
+    String describe() {
+        return "MR(lkey=0x" + Integer.toHexString(key) + ", " + length + " bytes)";
+    }
+
+    /** @return whether [addr, addr+len) lies in the region (len may be 0) */
+    boolean contains(long addr, long len) {
+        long off = addr - address;
+        return off >= 0 && len >= 0 && off <= length && len <= length - off;
+    }
+
+    boolean allows(int accessBits) {
+        return (access & accessBits) == accessBits;
+    }
+
+    @Override
+    public ProtectionDomain pd() {
+        return pd;
+    }
+
+    @Override
+    public MemorySegment segment() {
+        return segment;
+    }
+
+    @Override
+    public long address() {
+        return address;
+    }
+
+    @Override
+    public long length() {
+        return length;
+    }
+
+    @Override
+    public int lkey() {
+        return key;
+    }
+
+    @Override
+    public int rkey() {
+        return key;
+    }
+
+    @Override
+    public Set<AccessFlag> access() {
+        return AccessFlag.fromBits(access);
+    }
+
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        pd.device.fabric.engine.lock();
+        try {
+            closed = true;
+            pd.device.removeMr(key);
+        } finally {
+            pd.device.fabric.engine.unlock();
+        }
+        pd.children.remove(this);
+    }
+}

@@ -1,0 +1,739 @@
+package org.rdma4j.soft;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+
+import org.rdma4j.common.Psn;
+import org.rdma4j.verbs.AhAttributes;
+import org.rdma4j.verbs.AsyncEvent;
+import org.rdma4j.verbs.AsyncEventType;
+import org.rdma4j.verbs.Errno;
+import org.rdma4j.verbs.Gid;
+import org.rdma4j.verbs.Mtu;
+import org.rdma4j.verbs.ProtectionDomain;
+import org.rdma4j.verbs.QpAttrMask;
+import org.rdma4j.verbs.QpAttributes;
+import org.rdma4j.verbs.QpCapabilities;
+import org.rdma4j.verbs.QpInitAttributes;
+import org.rdma4j.verbs.QpState;
+import org.rdma4j.verbs.QpType;
+import org.rdma4j.verbs.QueuePair;
+import org.rdma4j.verbs.RecvWorkRequest;
+import org.rdma4j.verbs.ScatterGatherEntry;
+import org.rdma4j.verbs.SendFlags;
+import org.rdma4j.verbs.SendWorkRequest;
+import org.rdma4j.verbs.VerbsException;
+import org.rdma4j.verbs.WcOpcode;
+import org.rdma4j.verbs.WcStatus;
+import org.rdma4j.verbs.WrOpcode;
+
+/**
+ * A queue pair of the software device: attributes, the state machine, the send queue and the
+ * receive queue. The protocol work is done by its {@link Requester}, {@link Responder} and
+ * {@link Completer} under the fabric's engine lock. Thread-safe.
+ */
+final class SoftQp extends SoftResource implements QueuePair {
+    /** rxe RXE_MAX_UNACKED_PSNS: the requester's window. */
+    static final int MAX_UNACKED_PSNS = 128;
+
+    final SoftPd pd;
+    final SoftDevice device;
+    final SoftFabric fabric;
+    final QpType type;
+    final SoftCq sendCq;
+    final SoftCq recvCq;
+    final SoftSrq srq;
+    final QpCapabilities cap;
+    final boolean sqSigAll;
+    final int qpn;
+    final RecvQueue rq;
+    private final Arena arena;
+
+    // Attributes (engine lock for writes after creation).
+    volatile QpState state = QpState.RESET;
+    int qkey;
+    int pkeyIndex;
+    int port = 1;
+    int accessFlags;
+    int destQpn;
+    Mtu pathMtu = Mtu.MTU_1024;
+    int timeout;
+    int retryCnt;
+    int rnrRetry;
+    int minRnrTimer;
+    int maxRdAtomic;
+    int maxDestRdAtomic;
+    int sqPsn;
+    int rqPsn;
+    boolean enSqdAsyncNotify;
+    AhAttributes av = new AhAttributes();
+    Gid dgid = Gid.ZERO;
+    Gid sgid;
+
+    // Send queue: slots [compIdx, sqHead) are outstanding; reqIdx is the requester's position.
+    final SendWqe[] sq;
+    long sqHead;
+    long reqIdx;
+    long compIdx;
+
+    // Timers (engine lock); 0 = disarmed.
+    long retransDeadline;
+    boolean progressSinceArm;
+    long rnrDeadline;
+    boolean watched;
+
+    final Requester requester;
+    final Completer completer;
+    final Responder responder;
+
+    SoftQp(SoftPd pd, QpInitAttributes init) {
+        this.pd = pd;
+        this.device = pd.device;
+        this.fabric = device.fabric;
+        this.type = init.type();
+        QpCapabilities c = init.cap();
+        if (!(init.sendCq() instanceof SoftCq scq) || !(init.recvCq() instanceof SoftCq rcq)) {
+            throw new VerbsException(Errno.EINVAL, "send_cq and recv_cq must be CQs of this device");
+        }
+        if (scq.ctx != pd.ctx || rcq.ctx != pd.ctx) {
+            throw new VerbsException(Errno.EINVAL, "CQs belong to another context");
+        }
+        scq.checkNotClosed();
+        rcq.checkNotClosed();
+        if (c.maxSendWr() < 1 || c.maxSendWr() > SoftDevice.MAX_QP_WR) {
+            throw new VerbsException(Errno.EINVAL, "max_send_wr=" + c.maxSendWr() + " (expected 1.." + SoftDevice.MAX_QP_WR + ")");
+        }
+        if (c.maxSendSge() < 0 || c.maxSendSge() > SoftDevice.MAX_SGE
+                || c.maxRecvSge() < 0 || c.maxRecvSge() > SoftDevice.MAX_SGE) {
+            throw new VerbsException(Errno.EINVAL, "max_send_sge=" + c.maxSendSge() + ", max_recv_sge=" + c.maxRecvSge()
+                    + " (expected 0.." + SoftDevice.MAX_SGE + ")");
+        }
+        if (c.maxInlineData() < 0 || c.maxInlineData() > SoftDevice.MAX_INLINE) {
+            throw new VerbsException(Errno.EINVAL, "max_inline_data=" + c.maxInlineData() + " (expected 0.."
+                    + SoftDevice.MAX_INLINE + ")");
+        }
+        SoftSrq s = null;
+        if (init.srq() != null) {
+            if (type == QpType.UC) {
+                // ibv_create_qp.3: only RC and UD QPs may be attached to an SRQ (rxe_qp_chk_init).
+                throw new VerbsException(Errno.EINVAL, "UC QPs cannot use an SRQ");
+            }
+            if (!(init.srq() instanceof SoftSrq ss) || ss.pd.ctx != pd.ctx) {
+                throw new VerbsException(Errno.EINVAL, "SRQ belongs to another context");
+            }
+            ss.checkNotClosed();
+            s = ss;
+        } else if (init.cap().maxRecvWr() < 1 || c.maxRecvWr() > SoftDevice.MAX_QP_WR) {
+            throw new VerbsException(Errno.EINVAL, "max_recv_wr=" + c.maxRecvWr() + " (expected 1.." + SoftDevice.MAX_QP_WR + ")");
+        }
+        this.srq = s;
+        this.sendCq = scq;
+        this.recvCq = rcq;
+        this.sqSigAll = init.sqSigAll();
+        int sendSge = Math.max(1, c.maxSendSge());
+        int recvSge = Math.max(1, c.maxRecvSge());
+        this.cap = new QpCapabilities(c.maxSendWr(), s == null ? c.maxRecvWr() : 0, sendSge,
+                s == null ? recvSge : 0, c.maxInlineData());
+        this.rq = s == null ? new RecvQueue(c.maxRecvWr(), recvSge) : null;
+        this.arena = Arena.ofShared();
+        this.sq = new SendWqe[c.maxSendWr()];
+        int inl = Math.max(8, (c.maxInlineData() + 7) & ~7);
+        MemorySegment inlineArea = arena.allocate((long) inl * sq.length, 8);
+        for (int i = 0; i < sq.length; i++) {
+            sq[i] = new SendWqe(sendSge, inlineArea.asSlice((long) i * inl, inl));
+        }
+        this.requester = new Requester(this);
+        this.completer = new Completer(this);
+        this.responder = new Responder(this);
+        fabric.engine.lock();
+        try {
+            this.qpn = device.addQp(this);
+        } finally {
+            fabric.engine.unlock();
+        }
+        scq.users.incrementAndGet();
+        rcq.users.incrementAndGet();
+        if (s != null) {
+            s.users.incrementAndGet();
+        }
+    }
+
+    @Override
+    String describe() {
+        return type + " QP 0x" + Integer.toHexString(qpn);
+    }
+
+    @Override
+    public int qpNum() {
+        return qpn;
+    }
+
+    @Override
+    public QpType type() {
+        return type;
+    }
+
+    @Override
+    public ProtectionDomain pd() {
+        return pd;
+    }
+
+    @Override
+    public QpCapabilities cap() {
+        return cap;
+    }
+
+    @Override
+    public QpState state() {
+        return state;
+    }
+
+    SendWqe slot(long idx) {
+        return sq[(int) (idx % sq.length)];
+    }
+
+    /** Bytes per packet on this QP's path: the path MTU on a wire, unlimited in-process. */
+    int payloadMax() {
+        return type == QpType.UD ? Integer.MAX_VALUE : fabric.maxPayload(pathMtu.bytes());
+    }
+
+    // ------------------------------------------------------------------ modify / query
+
+    @Override
+    public void modify(QpAttributes a) {
+        checkNotClosed();
+        fabric.engine.lock();
+        try {
+            modifyLocked(a);
+        } finally {
+            fabric.engine.unlock();
+        }
+    }
+
+    private void modifyLocked(QpAttributes a) {
+        int mask = a.mask();
+        QpState cur = state;
+        if (a.has(QpAttrMask.CUR_STATE) && a.curState() != cur) {
+            throw new VerbsException(Errno.EINVAL, "cur_qp_state " + a.curState() + " but QP 0x"
+                    + Integer.toHexString(qpn) + " is in " + cur);
+        }
+        QpState next = a.has(QpAttrMask.STATE) ? a.state() : cur;
+        String why = QpTransitions.check(type, cur, next, mask);
+        if (why != null) {
+            throw new VerbsException(Errno.EINVAL, why);
+        }
+        checkValues(a);
+        // Everything checked: apply (ibv_modify_qp.3: all or nothing).
+        if (a.has(QpAttrMask.QKEY)) {
+            qkey = a.qkey();
+        }
+        if (a.has(QpAttrMask.PKEY_INDEX)) {
+            pkeyIndex = a.pkeyIndex();
+        }
+        if (a.has(QpAttrMask.PORT)) {
+            port = a.port();
+        }
+        if (a.has(QpAttrMask.ACCESS_FLAGS)) {
+            accessFlags = a.accessFlags();
+        }
+        if (a.has(QpAttrMask.AV)) {
+            av = a.av().copy();
+            dgid = av.dgid();
+            sgid = device.gid(av.sgidIndex());
+        }
+        if (a.has(QpAttrMask.PATH_MTU)) {
+            pathMtu = a.pathMtu().bytes() > device.activeMtu().bytes() ? device.activeMtu() : a.pathMtu();
+        }
+        if (a.has(QpAttrMask.DEST_QPN)) {
+            destQpn = a.destQpNum() & Psn.MASK;
+        }
+        if (a.has(QpAttrMask.TIMEOUT)) {
+            timeout = a.timeout();
+        }
+        if (a.has(QpAttrMask.RETRY_CNT)) {
+            retryCnt = a.retryCnt();
+            completer.retryCnt = retryCnt;
+        }
+        if (a.has(QpAttrMask.RNR_RETRY)) {
+            rnrRetry = a.rnrRetry();
+            completer.rnrRetry = rnrRetry;
+        }
+        if (a.has(QpAttrMask.MIN_RNR_TIMER)) {
+            minRnrTimer = a.minRnrTimer();
+        }
+        if (a.has(QpAttrMask.MAX_QP_RD_ATOMIC)) {
+            maxRdAtomic = a.maxRdAtomic();
+            // rxe_qp_from_attr: the initiator depth is rounded up to a power of two.
+            requester.rdAtomicAvail = maxRdAtomic <= 1 ? maxRdAtomic : Integer.highestOneBit(maxRdAtomic - 1) << 1;
+        }
+        if (a.has(QpAttrMask.MAX_DEST_RD_ATOMIC)) {
+            maxDestRdAtomic = a.maxDestRdAtomic();
+            responder.resizeResources(maxDestRdAtomic);
+        }
+        if (a.has(QpAttrMask.RQ_PSN)) {
+            rqPsn = a.rqPsn() & Psn.MASK;
+            responder.psn = rqPsn;
+        }
+        if (a.has(QpAttrMask.SQ_PSN)) {
+            sqPsn = a.sqPsn() & Psn.MASK;
+            requester.psn = sqPsn;
+            completer.psn = sqPsn;
+        }
+        if (a.has(QpAttrMask.EN_SQD_ASYNC_NOTIFY)) {
+            enSqdAsyncNotify = a.enSqdAsyncNotify();
+        }
+        if (next != cur) {
+            switch (next) {
+                case RESET -> reset();
+                case ERR -> moveToError();
+                case SQD -> {
+                    state = QpState.SQD;
+                    maybeSqDrained();
+                }
+                case RTS -> {
+                    state = QpState.RTS;
+                    requester.run();
+                }
+                default -> state = next;
+            }
+        }
+    }
+
+    private void checkValues(QpAttributes a) {
+        if (a.has(QpAttrMask.PORT)) {
+            device.checkPort(a.port());
+        }
+        if (a.has(QpAttrMask.PKEY_INDEX) && a.pkeyIndex() != 0) {
+            throw new VerbsException(Errno.EINVAL, "pkey_index " + a.pkeyIndex() + " (P_Key table has 1 entry)");
+        }
+        if (a.has(QpAttrMask.AV)) {
+            AhAttributes v = a.av();
+            if (v.sgidIndex() < 0 || v.sgidIndex() >= device.gidTableLength()) {
+                throw new VerbsException(Errno.EINVAL, "ah_attr.sgid_index " + v.sgidIndex() + " (GID table has "
+                        + device.gidTableLength() + " entries)");
+            }
+            if (v.dgid() == null) {
+                throw new VerbsException(Errno.EINVAL, "ah_attr.dgid is null");
+            }
+        }
+        if (a.has(QpAttrMask.TIMEOUT) && (a.timeout() < 0 || a.timeout() > 31)) {
+            throw new VerbsException(Errno.EINVAL, "timeout " + a.timeout() + " (expected 0..31)");
+        }
+        if (a.has(QpAttrMask.RETRY_CNT) && (a.retryCnt() < 0 || a.retryCnt() > 7)) {
+            throw new VerbsException(Errno.EINVAL, "retry_cnt " + a.retryCnt() + " (expected 0..7)");
+        }
+        if (a.has(QpAttrMask.RNR_RETRY) && (a.rnrRetry() < 0 || a.rnrRetry() > 7)) {
+            throw new VerbsException(Errno.EINVAL, "rnr_retry " + a.rnrRetry() + " (expected 0..7)");
+        }
+        if (a.has(QpAttrMask.MIN_RNR_TIMER) && (a.minRnrTimer() < 0 || a.minRnrTimer() > 31)) {
+            throw new VerbsException(Errno.EINVAL, "min_rnr_timer " + a.minRnrTimer() + " (expected 0..31)");
+        }
+        if (a.has(QpAttrMask.MAX_QP_RD_ATOMIC) && (a.maxRdAtomic() < 0 || a.maxRdAtomic() > SoftDevice.MAX_RD_ATOMIC)) {
+            throw new VerbsException(Errno.EINVAL, "max_rd_atomic " + a.maxRdAtomic() + " (expected 0.."
+                    + SoftDevice.MAX_RD_ATOMIC + ")");
+        }
+        if (a.has(QpAttrMask.MAX_DEST_RD_ATOMIC)
+                && (a.maxDestRdAtomic() < 0 || a.maxDestRdAtomic() > SoftDevice.MAX_RD_ATOMIC)) {
+            throw new VerbsException(Errno.EINVAL, "max_dest_rd_atomic " + a.maxDestRdAtomic() + " (expected 0.."
+                    + SoftDevice.MAX_RD_ATOMIC + ")");
+        }
+        if (a.has(QpAttrMask.ACCESS_FLAGS) && (a.accessFlags() & ~0xF) != 0) {
+            throw new VerbsException(Errno.EINVAL, "qp_access_flags 0x" + Integer.toHexString(a.accessFlags())
+                    + " has unsupported bits");
+        }
+    }
+
+    @Override
+    public QpAttributes query() {
+        checkNotClosed();
+        fabric.engine.lock();
+        try {
+            QpAttributes a = new QpAttributes()
+                    .state(state).curState(state).qkey(qkey).pkeyIndex(pkeyIndex).port(port).accessFlags(accessFlags)
+                    .av(av).pathMtu(pathMtu).destQpNum(destQpn).timeout(timeout).retryCnt(retryCnt)
+                    .rnrRetry(rnrRetry).minRnrTimer(minRnrTimer).maxRdAtomic(maxRdAtomic)
+                    .maxDestRdAtomic(maxDestRdAtomic).sqPsn(requester.psn).rqPsn(responder.psn)
+                    .enSqdAsyncNotify(enSqdAsyncNotify).cap(cap);
+            a.sqDraining(state == QpState.SQD && compIdx != sqHead);
+            return a;
+        } finally {
+            fabric.engine.unlock();
+        }
+    }
+
+    // ------------------------------------------------------------------ state changes (engine lock)
+
+    private void reset() {
+        state = QpState.RESET;
+        sqHead = 0;
+        reqIdx = 0;
+        compIdx = 0;
+        retransDeadline = 0;
+        rnrDeadline = 0;
+        fabric.timers.unwatch(this);
+        if (rq != null) {
+            rq.reset();
+        }
+        requester.reset();
+        completer.reset();
+        responder.reset();
+        qkey = 0;
+        accessFlags = 0;
+    }
+
+    /**
+     * Moves to ERR: every outstanding send and receive completes with WR_FLUSH_ERR (rxe_qp_error and
+     * the flush in rxe_requester / rxe_receiver). With an SRQ, the shared queue is left alone and
+     * QP_LAST_WQE_REACHED is raised instead (rxe flush_recv_queue).
+     */
+    void moveToError() {
+        boolean was = state == QpState.ERR;
+        state = QpState.ERR;
+        retransDeadline = 0;
+        rnrDeadline = 0;
+        flushSendQueue();
+        if (srq != null) {
+            if (!was) {
+                pd.ctx.raise(new AsyncEvent(AsyncEventType.QP_LAST_WQE_REACHED, this, null, null, 0));
+            }
+        } else {
+            flushRecvQueue();
+        }
+    }
+
+    void flushSendQueue() {
+        while (compIdx != sqHead) {
+            SendWqe w = slot(compIdx);
+            if (w.tookCredit) {
+                w.tookCredit = false;
+                requester.rdAtomicAvail++;
+            }
+            w.state = SendWqe.DONE;
+            compIdx++;
+            sendCq.post(w.wrId, WcStatus.WR_FLUSH_ERR, w.opcode.wcOpcode(), 0, 0, qpn, 0, 0, false);
+        }
+        reqIdx = sqHead;
+    }
+
+    void flushRecvQueue() {
+        responder.dropCurrentWqe();
+        while (!rq.isEmpty()) {
+            int s = rq.headSlot();
+            long id = rq.wrId[s];
+            rq.advance();
+            recvCq.post(id, WcStatus.WR_FLUSH_ERR, WcOpcode.RECV, 0, 0, qpn, 0, 0, false);
+        }
+    }
+
+    /** Completes a send WQE; a CQE is generated if it failed or is signaled. */
+    void completeSend(SendWqe w, WcStatus status) {
+        w.state = SendWqe.DONE;
+        w.status = status;
+        if (w.tookCredit) {
+            w.tookCredit = false;
+            requester.rdAtomicAvail++;
+        }
+        compIdx++;
+        if (status != WcStatus.SUCCESS || w.signaled) {
+            int byteLen = w.opcode == WrOpcode.RDMA_READ ? (int) w.length
+                    : w.opcode.isAtomic() ? 8 : (int) w.length;
+            if (!sendCq.post(w.wrId, status, w.opcode.wcOpcode(), byteLen, 0, qpn, 0, 0, false)) {
+                overflowed();
+            }
+        }
+    }
+
+    /** A completion was lost to a full CQ: the QP goes to ERR (rxe RESPST_ERR_CQ_OVERFLOW, class G). */
+    void overflowed() {
+        if (state != QpState.ERR) {
+            pd.ctx.raise(new AsyncEvent(AsyncEventType.QP_FATAL, this, null, null, 0));
+            moveToError();
+        }
+    }
+
+    void maybeSqDrained() {
+        if (state == QpState.SQD && compIdx == sqHead && enSqdAsyncNotify) {
+            enSqdAsyncNotify = false;
+            pd.ctx.raise(new AsyncEvent(AsyncEventType.SQ_DRAINED, this, null, null, 0));
+        }
+    }
+
+    // ------------------------------------------------------------------ timers (engine lock)
+
+    void armRetransmit() {
+        if (retransDeadline == 0) {
+            long t = Aeth.retransmitTimeoutNs(timeout);
+            if (t > 0) {
+                retransDeadline = fabric.clock.nanoTime() + t;
+                progressSinceArm = false;
+                fabric.timers.watch(this);
+            }
+        }
+    }
+
+    void armRnr(long delayNs) {
+        rnrDeadline = fabric.clock.nanoTime() + Math.max(1, delayNs);
+        fabric.timers.watch(this);
+    }
+
+    boolean hasArmedTimer() {
+        return retransDeadline != 0 || rnrDeadline != 0;
+    }
+
+    long nextDeadline() {
+        long d = Long.MAX_VALUE;
+        if (retransDeadline != 0) {
+            d = retransDeadline;
+        }
+        if (rnrDeadline != 0 && rnrDeadline - d < 0) {
+            d = rnrDeadline;
+        }
+        return d;
+    }
+
+    void onTimers(long nowNs) {
+        if (rnrDeadline != 0 && nowNs - rnrDeadline >= 0) {
+            rnrDeadline = 0;
+            // rxe rnr_nak_timer: retry from the oldest unacknowledged PSN.
+            completer.goBackN();
+            requester.run();
+        }
+        if (retransDeadline != 0 && nowNs - retransDeadline >= 0) {
+            retransDeadline = 0;
+            if (completer.outstanding() == null) {
+                return;
+            }
+            if (progressSinceArm || rnrDeadline != 0) {
+                // Responses arrived since the timer was armed: push it down the road (rxe re-arms on progress).
+                armRetransmit();
+                return;
+            }
+            completer.timeout();
+        }
+    }
+
+    // ------------------------------------------------------------------ posting
+
+    @Override
+    public boolean postSend(SendWorkRequest wr) {
+        fabric.engine.lock();
+        try {
+            if (!enqueue(wr)) {
+                return false;
+            }
+            afterPost();
+            return true;
+        } finally {
+            fabric.engine.unlock();
+        }
+    }
+
+    @Override
+    public int postSend(SendWorkRequest[] wrs, int count) {
+        int n = 0;
+        fabric.engine.lock();
+        try {
+            while (n < count && enqueue(wrs[n])) {
+                n++;
+            }
+            if (n > 0) {
+                afterPost();
+            }
+            return n;
+        } finally {
+            fabric.engine.unlock();
+        }
+    }
+
+    private void afterPost() {
+        if (state == QpState.ERR) {
+            flushSendQueue();
+        } else {
+            requester.run();
+        }
+    }
+
+    /** Validates and copies one request into the send queue (rxe validate_send_wr / init_send_wqe). */
+    private boolean enqueue(SendWorkRequest wr) {
+        Errno e = validate(wr);
+        if (e == null && sqHead - compIdx >= sq.length) {
+            e = Errno.ENOMEM;
+        }
+        if (e != null) {
+            wr.postError(e);
+            return false;
+        }
+        SendWqe w = slot(sqHead);
+        w.wrId = wr.wrId();
+        w.opcode = wr.opcode();
+        w.flags = wr.sendFlags();
+        w.imm = wr.immData();
+        w.remoteAddr = wr.remoteAddr();
+        w.rkey = wr.rkey();
+        w.compareAdd = wr.compareAdd();
+        w.swap = wr.swap();
+        w.ah = (SoftAh) wr.ah();
+        w.remoteQpn = wr.remoteQpn();
+        w.remoteQkey = wr.remoteQkey();
+        w.signaled = sqSigAll || (wr.sendFlags() & SendFlags.SIGNALED) != 0;
+        w.inline = (wr.sendFlags() & SendFlags.INLINE) != 0;
+        int n = wr.numSge();
+        long total = 0;
+        for (int i = 0; i < n; i++) {
+            ScatterGatherEntry s = wr.sge(i);
+            w.addr[i] = s.addr();
+            w.len[i] = s.length();
+            w.lkey[i] = s.lkey();
+            total += s.length();
+        }
+        w.numSge = n;
+        w.length = total;
+        if (w.inline && !copyInline(w, wr)) {
+            wr.postError(Errno.EINVAL);
+            return false;
+        }
+        w.state = SendWqe.POSTED;
+        w.sent = 0;
+        w.received = 0;
+        w.tookCredit = false;
+        w.status = null;
+        wr.postError(null);
+        sqHead++;
+        return true;
+    }
+
+    private Errno validate(SendWorkRequest wr) {
+        QpState s = state;
+        if (closed || s == QpState.RESET || s == QpState.INIT || s == QpState.RTR) {
+            return Errno.EINVAL; // rxe_post_send: requester not ready before RTS
+        }
+        WrOpcode op = wr.opcode();
+        if (op == null || !op.validFor(type)) {
+            return Errno.EINVAL;
+        }
+        int n = wr.numSge();
+        if (n > cap.maxSendSge()) {
+            return Errno.EINVAL;
+        }
+        long total = 0;
+        for (int i = 0; i < n; i++) {
+            int l = wr.sge(i).length();
+            if (l < 0) {
+                return Errno.EINVAL;
+            }
+            total += l;
+        }
+        if (total > SoftDevice.MAX_MSG_SZ) {
+            return Errno.EINVAL; // rxe validate_send_wr: "message length too long"
+        }
+        if (op.isAtomic() && (total != 8 || (wr.remoteAddr() & 7) != 0)) {
+            return Errno.EINVAL; // rxe validate_send_wr: atomic length != 8 / misaligned atomic address
+        }
+        int f = wr.sendFlags();
+        if ((f & SendFlags.INLINE) != 0) {
+            if (!(op == WrOpcode.SEND || op == WrOpcode.SEND_WITH_IMM || op == WrOpcode.RDMA_WRITE
+                    || op == WrOpcode.RDMA_WRITE_WITH_IMM) || total > cap.maxInlineData()) {
+                return Errno.EINVAL;
+            }
+        }
+        if (type == QpType.UD) {
+            if (!(wr.ah() instanceof SoftAh ah) || ah.closed || ah.pd != pd) {
+                return Errno.EINVAL; // the AH must belong to the QP's PD
+            }
+        }
+        return null;
+    }
+
+    /** Copies inline data into the WQE; the L_Key is not checked (ibv_post_send.3). */
+    private boolean copyInline(SendWqe w, SendWorkRequest wr) {
+        long pos = 0;
+        try {
+            for (int i = 0; i < w.numSge; i++) {
+                ScatterGatherEntry s = wr.sge(i);
+                int l = s.length();
+                if (l == 0) {
+                    continue;
+                }
+                MemorySegment src = s.segment();
+                if (src != null) {
+                    MemorySegment.copy(src, 0, w.inlineBuf, pos, l);
+                } else {
+                    SoftMr mr = device.lookupMr(s.lkey());
+                    if (mr == null || !mr.contains(s.addr(), l)) {
+                        mr = device.findMrByAddress(s.addr(), l);
+                    }
+                    if (mr == null) {
+                        return false; // an address outside registered memory cannot be read safely
+                    }
+                    MemorySegment.copy(mr.segment, s.addr() - mr.address, w.inlineBuf, pos, l);
+                }
+                pos += l;
+            }
+        } catch (IllegalStateException | IndexOutOfBoundsException ex) {
+            return false;
+        }
+        w.sgl.set(w.inlineBuf, 0, pos);
+        return true;
+    }
+
+    @Override
+    public boolean postRecv(RecvWorkRequest wr) {
+        if (srq != null || closed || state == QpState.RESET) {
+            wr.postError(Errno.EINVAL); // rxe_post_recv: SRQ attached, or QP in RESET
+            return false;
+        }
+        Errno e = rq.post(wr);
+        wr.postError(e);
+        if (e != null) {
+            return false;
+        }
+        if (state == QpState.ERR) {
+            fabric.engine.lock();
+            try {
+                if (state == QpState.ERR) {
+                    flushRecvQueue();
+                }
+            } finally {
+                fabric.engine.unlock();
+            }
+        }
+        return true;
+    }
+
+    @Override
+    public int postRecv(RecvWorkRequest[] wrs, int count) {
+        for (int i = 0; i < count; i++) {
+            if (!postRecv(wrs[i])) {
+                return i;
+            }
+        }
+        return count;
+    }
+
+    // ------------------------------------------------------------------ destroy
+
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        fabric.engine.lock();
+        try {
+            closed = true;
+            state = QpState.RESET;
+            retransDeadline = 0;
+            rnrDeadline = 0;
+            fabric.timers.unwatch(this);
+            device.removeQp(qpn);
+        } finally {
+            fabric.engine.unlock();
+        }
+        sendCq.users.decrementAndGet();
+        recvCq.users.decrementAndGet();
+        if (srq != null) {
+            srq.users.decrementAndGet();
+        }
+        arena.close();
+        pd.children.remove(this);
+    }
+}
