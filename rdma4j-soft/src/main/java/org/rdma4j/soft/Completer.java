@@ -210,10 +210,9 @@ final class Completer {
         psn = Psn.add(w.lastPsn, 1);
         qp.completeSend(w, WcStatus.SUCCESS);
         resetRetryCounters();
+        // The retransmit timer is left armed: when it fires with nothing outstanding it disarms itself,
+        // which keeps clock reads and timer wake-ups off the per-message path.
         qp.progressSinceArm = true;
-        if (outstanding() == null && qp.compIdx == qp.reqIdx) {
-            qp.retransDeadline = 0;
-        }
         qp.maybeSqDrained();
     }
 

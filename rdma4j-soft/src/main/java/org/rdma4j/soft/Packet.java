@@ -9,6 +9,8 @@ import org.rdma4j.verbs.Gid;
  */
 final class Packet {
     // Routing (GRH / IP)
+    /** The destination device when the sender has resolved it already (in-process fast path), else null. */
+    SoftDevice route;
     Gid sgid;
     Gid dgid;
     int hopLimit;

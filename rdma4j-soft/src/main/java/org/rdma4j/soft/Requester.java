@@ -234,8 +234,14 @@ final class Requester {
             }
         }
         if (rc) {
-            // rxe init_req_packet: AckReq on the last packet of a message, or every 64 packets.
-            p.ackReq = last || ++noackPkts > MAX_PKT_PER_ACK;
+            // rxe init_req_packet asks for an ACK on the last packet of every message and every 64
+            // packets. We ask on the last packet of a message that needs one: signaled, a read/atomic,
+            // the last one posted so far, or every MAX_PKT_PER_ACK / 2 packets. The responder answers
+            // exactly the packets that ask (rxe acknowledge()), and one ACK completes every earlier
+            // SEND/WRITE (IBA 9.7.5.1.3 coalescing), so every quiescent point is still acknowledged.
+            boolean want = last && (w.signaled || w.opcode.isReadOrAtomic() || qp.reqIdx + 1 == qp.sqHead
+                    || w.flags != 0 && (w.flags & SendFlags.FENCE) != 0);
+            p.ackReq = want || ++noackPkts > MAX_PKT_PER_ACK / 2;
             if (p.ackReq) {
                 noackPkts = 0;
             }
@@ -259,11 +265,13 @@ final class Requester {
         if (qp.type == QpType.UD) {
             AhAttributes a = w.ah.attrs;
             p.dgid = a.dgid();
+            p.route = w.ah.peer;
             p.sgid = qp.device.gid(a.sgidIndex());
             p.hopLimit = a.hopLimit();
             p.trafficClass = a.trafficClass();
         } else {
             p.dgid = qp.dgid;
+            p.route = qp.peer;
             Gid s = qp.sgid;
             p.sgid = s != null ? s : qp.device.gid(0);
             p.hopLimit = qp.av.hopLimit();

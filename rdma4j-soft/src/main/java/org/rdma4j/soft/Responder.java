@@ -691,6 +691,7 @@ final class Responder {
         Packet o = out.clearPayload();
         o.opcode = Opcodes.RC | op;
         o.dgid = qp.dgid;
+        o.route = qp.peer;
         o.sgid = qp.sgid != null ? qp.sgid : qp.device.gid(0);
         o.destQpn = qp.destQpn;
         o.srcQpn = qp.qpn;

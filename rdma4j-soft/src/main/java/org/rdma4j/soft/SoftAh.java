@@ -8,10 +8,13 @@ import org.rdma4j.verbs.ProtectionDomain;
 final class SoftAh extends SoftResource implements AddressHandle {
     final SoftPd pd;
     final AhAttributes attrs;
+    /** The device owning the destination GID when the AH was created, or null. */
+    final SoftDevice peer;
 
     SoftAh(SoftPd pd, AhAttributes attrs) {
         this.pd = pd;
         this.attrs = attrs;
+        this.peer = pd.device.fabric.deviceFor(attrs.dgid());
     }
 
     @Override

@@ -89,6 +89,11 @@ public final class SoftFabric implements AutoCloseable {
         return clock;
     }
 
+    /** @return the device owning a GID on this fabric, or null */
+    SoftDevice deviceFor(Gid gid) {
+        return gid == null ? null : byGid.get(gid);
+    }
+
     int maxPayload(int pathMtuBytes) {
         return segmentAtMtu ? pathMtuBytes : Integer.MAX_VALUE;
     }
@@ -96,7 +101,10 @@ public final class SoftFabric implements AutoCloseable {
     /** Delivers a packet to the device that owns its destination GID. Engine lock held. */
     void transmit(SoftDevice from, Packet p) {
         from.count(SoftCounter.SENT_PKTS);
-        SoftDevice to = byGid.get(p.dgid);
+        SoftDevice to = p.route;
+        if (to == null) {
+            to = byGid.get(p.dgid);
+        }
         if (to == null || !to.portActive()) {
             from.count(SoftCounter.DROP_NO_ROUTE);
             return;

@@ -69,6 +69,8 @@ final class SoftQp extends SoftResource implements QueuePair {
     AhAttributes av = new AhAttributes();
     Gid dgid = Gid.ZERO;
     Gid sgid;
+    /** The device owning dgid, resolved when the address vector is set (null if none yet). */
+    SoftDevice peer;
 
     // Send queue: slots [compIdx, sqHead) are outstanding; reqIdx is the requester's position.
     final SendWqe[] sq;
@@ -240,6 +242,7 @@ final class SoftQp extends SoftResource implements QueuePair {
             av = a.av().copy();
             dgid = av.dgid();
             sgid = device.gid(av.sgidIndex());
+            peer = fabric.deviceFor(dgid);
         }
         if (a.has(QpAttrMask.PATH_MTU)) {
             pathMtu = a.pathMtu().bytes() > device.activeMtu().bytes() ? device.activeMtu() : a.pathMtu();

@@ -1,0 +1,167 @@
+package org.rdma4j.testkit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import org.junit.jupiter.api.Test;
+import org.rdma4j.verbs.AccessFlag;
+import org.rdma4j.verbs.AddressHandle;
+import org.rdma4j.verbs.CompletionChannel;
+import org.rdma4j.verbs.CompletionQueue;
+import org.rdma4j.verbs.Context;
+import org.rdma4j.verbs.Errno;
+import org.rdma4j.verbs.Gid;
+import org.rdma4j.verbs.MemoryRegion;
+import org.rdma4j.verbs.ProtectionDomain;
+import org.rdma4j.verbs.QpInitAttributes;
+import org.rdma4j.verbs.QpType;
+import org.rdma4j.verbs.QueuePair;
+import org.rdma4j.verbs.SharedReceiveQueue;
+import org.rdma4j.verbs.VerbsException;
+
+/**
+ * The ownership tree Context → {PD → {MR, QP, SRQ, AH}, CQ, channel}: a parent refuses to close with
+ * EBUSY while children are open (ibv_dealloc_pd.3, ibv_destroy_cq.3, ibv_close_device), and the
+ * fixture's leak check relies on exactly that.
+ */
+public abstract class AbstractOwnershipTest extends ConformanceTestBase {
+
+    @Test
+    public void shouldFailContextCloseWithEbusyWhenAPdIsLeaked() {
+        // A context of its own, so the fixture's teardown is not involved.
+        Context ctx = fabric.device(0).open();
+        ProtectionDomain leaked = ctx.allocPd();
+        try {
+            assertVerbsError(Errno.EBUSY, ctx::close);
+        } finally {
+            leaked.close();
+        }
+        ctx.close();
+    }
+
+    @Test
+    public void shouldFailContextCloseWithEbusyWhenACqOrChannelIsOpen() {
+        Context ctx = fabric.device(1).open();
+        CompletionChannel ch = ctx.createCompChannel();
+        assertVerbsError(Errno.EBUSY, ctx::close);
+        CompletionQueue cq = ctx.createCq(8, null, 0);
+        ch.close();
+        assertVerbsError(Errno.EBUSY, ctx::close);
+        cq.close();
+        ctx.close();
+    }
+
+    @Test
+    public void shouldFailPdCloseWithEbusyWhileMrIsRegistered() throws Exception {
+        ProtectionDomain pd = track(ctxA.allocPd());
+        MemoryRegion mr = reg(pd, alloc(128), AccessFlag.LOCAL_WRITE);
+        assertVerbsError(Errno.EBUSY, pd::close);
+        release(mr);
+        release(pd);
+    }
+
+    @Test
+    public void shouldFailPdCloseWithEbusyWhileQpSrqOrAhExists() throws Exception {
+        ProtectionDomain pd = track(ctxA.allocPd());
+        CompletionQueue cq = track(ctxA.createCq(16, null, 0));
+        QueuePair qp = track(pd.createQp(new QpInitAttributes().type(QpType.RC).sendCq(cq).recvCq(cq)));
+        assertVerbsError(Errno.EBUSY, pd::close);
+        release(qp);
+        SharedReceiveQueue srq = track(pd.createSrq(16, 1));
+        assertVerbsError(Errno.EBUSY, pd::close);
+        release(srq);
+        AddressHandle ah = track(pd.createAh(Players.av(ctxB.queryGid(1, 0))));
+        assertVerbsError(Errno.EBUSY, pd::close);
+        release(ah);
+        release(pd);
+    }
+
+    @Test
+    public void shouldFailCqCloseWithEbusyWhileQpUsesIt() throws Exception {
+        ProtectionDomain pd = track(ctxA.allocPd());
+        CompletionQueue sendCq = track(ctxA.createCq(16, null, 0));
+        CompletionQueue recvCq = track(ctxA.createCq(16, null, 0));
+        QueuePair qp = track(pd.createQp(new QpInitAttributes().type(QpType.RC).sendCq(sendCq).recvCq(recvCq)));
+        assertVerbsError(Errno.EBUSY, sendCq::close);
+        assertVerbsError(Errno.EBUSY, recvCq::close);
+        release(qp);
+        release(recvCq);
+        release(sendCq);
+    }
+
+    @Test
+    public void shouldFailChannelCloseWithEbusyWhileCqUsesIt() throws Exception {
+        CompletionChannel ch = track(ctxA.createCompChannel());
+        CompletionQueue cq = track(ctxA.createCq(16, ch, 0));
+        assertSame(ch, cq.channel(), "cq.channel()");
+        assertVerbsError(Errno.EBUSY, ch::close);
+        release(cq);
+        release(ch);
+    }
+
+    @Test
+    public void shouldFailSrqCloseWithEbusyWhileQpIsAttached() throws Exception {
+        ProtectionDomain pd = track(ctxA.allocPd());
+        CompletionQueue cq = track(ctxA.createCq(16, null, 0));
+        SharedReceiveQueue srq = track(pd.createSrq(16, 1));
+        QueuePair qp = track(pd.createQp(new QpInitAttributes().type(QpType.RC).sendCq(cq).recvCq(cq).srq(srq)));
+        assertVerbsError(Errno.EBUSY, srq::close);
+        release(qp);
+        release(srq);
+    }
+
+    @Test
+    public void shouldFreeEverythingWhenClosedInReverseOrder() {
+        Context ctx = fabric.device(0).open();
+        CompletionChannel ch = ctx.createCompChannel();
+        CompletionQueue cq = ctx.createCq(16, ch, 0);
+        ProtectionDomain pd = ctx.allocPd();
+        MemoryRegion mr = pd.regMr(alloc(256), AccessFlag.of(AccessFlag.LOCAL_WRITE, AccessFlag.REMOTE_WRITE));
+        SharedReceiveQueue srq = pd.createSrq(16, 1);
+        QueuePair qp = pd.createQp(new QpInitAttributes().type(QpType.RC).sendCq(cq).recvCq(cq).srq(srq));
+        QueuePair ud = pd.createQp(new QpInitAttributes().type(QpType.UD).sendCq(cq).recvCq(cq));
+        AddressHandle ah = pd.createAh(Players.av(ctxB.queryGid(1, 0)));
+        Gid gid = ctx.queryGid(1, 0);
+        assertEquals(ctxA.queryGid(1, 0), gid, "same device");
+
+        ah.close();
+        ud.close();
+        qp.close();
+        srq.close();
+        mr.close();
+        pd.close();
+        cq.close();
+        ch.close();
+        ctx.close();
+    }
+
+    @Test
+    public void shouldIgnoreOrClearlyRejectDoubleClose() throws Exception {
+        ProtectionDomain pd = track(ctxA.allocPd());
+        MemoryRegion mr = reg(pd, alloc(64), AccessFlag.LOCAL_WRITE);
+        release(mr);
+        closeAgain(mr);
+        CompletionQueue cq = track(ctxA.createCq(4, null, 0));
+        release(cq);
+        closeAgain(cq);
+        release(pd);
+        closeAgain(pd);
+        // A second close must not corrupt the parent: the context still closes cleanly in teardown,
+        // and new objects still work.
+        track(ctxA.allocPd());
+    }
+
+    private static void closeAgain(AutoCloseable c) {
+        try {
+            c.close();
+        } catch (VerbsException e) {
+            // a clear error is acceptable (rdma-core returns EINVAL/ENOENT-style errors); it must name the errno
+            if (e.errno() == null) {
+                fail("double close threw a VerbsException without errno: " + e);
+            }
+        } catch (Exception e) {
+            fail("double close of " + c + " threw " + e + " (expected nothing or a VerbsException)", e);
+        }
+    }
+}
