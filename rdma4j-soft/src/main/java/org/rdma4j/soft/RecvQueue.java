@@ -19,14 +19,18 @@ final class RecvQueue {
     private volatile long prod;
     private volatile long cons;
 
+    private final int mask;
+
     RecvQueue(int capacity, int maxSge) {
         this.capacity = capacity;
         this.maxSge = maxSge;
-        wrId = new long[capacity];
-        numSge = new int[capacity];
-        addr = new long[capacity][maxSge];
-        len = new int[capacity][maxSge];
-        lkey = new int[capacity][maxSge];
+        int n = capacity <= 1 ? 1 : Integer.highestOneBit(capacity - 1) << 1;
+        mask = n - 1;
+        wrId = new long[n];
+        numSge = new int[n];
+        addr = new long[n][maxSge];
+        len = new int[n][maxSge];
+        lkey = new int[n][maxSge];
     }
 
     /** @return null if posted, else the reason (rxe post_one_recv) */
@@ -39,7 +43,7 @@ final class RecvQueue {
         if (p - cons >= capacity) {
             return Errno.ENOMEM;
         }
-        int slot = (int) (p % capacity);
+        int slot = (int) p & mask;
         for (int i = 0; i < n; i++) {
             ScatterGatherEntry s = wr.sge(i);
             if (s.length() < 0) {
@@ -65,7 +69,7 @@ final class RecvQueue {
 
     /** @return the slot of the oldest WQE; the queue must not be empty */
     int headSlot() {
-        return (int) (cons % capacity);
+        return (int) cons & mask;
     }
 
     /** Consumes the oldest WQE. Engine lock held. */

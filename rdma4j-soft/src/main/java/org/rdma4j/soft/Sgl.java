@@ -21,9 +21,6 @@ final class Sgl {
     }
 
     void clear() {
-        for (int i = 0; i < n; i++) {
-            seg[i] = null;
-        }
         n = 0;
         total = 0;
     }

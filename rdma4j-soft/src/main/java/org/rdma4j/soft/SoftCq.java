@@ -25,7 +25,8 @@ final class SoftCq extends SoftResource implements CompletionQueue {
     private final SoftChannel channel;
     private final Object producerLock = new Object();
     private final Object consumerLock = new Object();
-    private WorkCompletion[] ring;
+    private WorkCompletion[] ring; // power-of-two length, at least capacity
+    private volatile int capacity;
     private volatile long head; // next to poll
     private volatile long tail; // next to fill
     private volatile int armed;
@@ -35,9 +36,11 @@ final class SoftCq extends SoftResource implements CompletionQueue {
         this.ctx = ctx;
         this.channel = channel;
         this.ring = newRing(cqe);
+        this.capacity = cqe;
     }
 
-    private static WorkCompletion[] newRing(int n) {
+    private static WorkCompletion[] newRing(int cqe) {
+        int n = cqe <= 1 ? 1 : Integer.highestOneBit(cqe - 1) << 1;
         WorkCompletion[] r = new WorkCompletion[n];
         for (int i = 0; i < n; i++) {
             r[i] = new WorkCompletion();
@@ -47,12 +50,12 @@ final class SoftCq extends SoftResource implements CompletionQueue {
 
     @Override
     String describe() {
-        return "CQ(" + ring.length + ")";
+        return "CQ(" + capacity + ")";
     }
 
     @Override
     public int capacity() {
-        return ring.length;
+        return capacity;
     }
 
     @Override
@@ -71,12 +74,12 @@ final class SoftCq extends SoftResource implements CompletionQueue {
         synchronized (producerLock) {
             long t = tail;
             WorkCompletion[] r = ring;
-            if (t - head >= r.length) {
+            if (t - head >= capacity) {
                 ctx.device.count(SoftCounter.CQ_OVERFLOW);
                 ctx.raise(new AsyncEvent(AsyncEventType.CQ_ERR, null, this, null, 0));
                 return false;
             }
-            r[(int) (t % r.length)].set(wrId, status, opcode, 0, byteLen, imm, qpNum, srcQp, wcFlags, 0);
+            r[(int) t & (r.length - 1)].set(wrId, status, opcode, 0, byteLen, imm, qpNum, srcQp, wcFlags, 0);
             tail = t + 1;
         }
         int a = armed;
@@ -104,7 +107,7 @@ final class SoftCq extends SoftResource implements CompletionQueue {
             WorkCompletion[] r = ring;
             int n = (int) Math.min(Math.min(t - h, max), wcs.length);
             for (int i = 0; i < n; i++) {
-                wcs[i].copyFrom(r[(int) ((h + i) % r.length)]);
+                wcs[i].copyFrom(r[(int) (h + i) & (r.length - 1)]);
             }
             head = h + n;
             return n;
@@ -122,7 +125,7 @@ final class SoftCq extends SoftResource implements CompletionQueue {
                 return false;
             }
             WorkCompletion[] r = ring;
-            wc.copyFrom(r[(int) (h % r.length)]);
+            wc.copyFrom(r[(int) h & (r.length - 1)]);
             head = h + 1;
             return true;
         }
@@ -166,9 +169,10 @@ final class SoftCq extends SoftResource implements CompletionQueue {
                 WorkCompletion[] old = ring;
                 WorkCompletion[] r = newRing(cqe);
                 for (long i = h; i < t; i++) {
-                    r[(int) ((i - h) % cqe)].copyFrom(old[(int) (i % old.length)]);
+                    r[(int) (i - h)].copyFrom(old[(int) i & (old.length - 1)]);
                 }
                 ring = r;
+                capacity = cqe;
                 head = 0;
                 tail = t - h;
             }

@@ -3,7 +3,6 @@ package org.rdma4j.soft;
 import java.util.Arrays;
 import java.util.SplittableRandom;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.atomic.AtomicLongArray;
 
 import org.rdma4j.verbs.AsyncEvent;
 import org.rdma4j.verbs.AsyncEventType;
@@ -40,7 +39,8 @@ public final class SoftDevice implements Device {
     private final Gid gid0;
     private volatile PortState portState = PortState.ACTIVE;
     private final Mtu activeMtu = Mtu.MTU_4096;
-    private final AtomicLongArray counters = new AtomicLongArray(SoftCounter.values().length);
+    // Written only under the engine lock; read by anyone (a statistic may lag by a few increments).
+    private final long[] counters = new long[SoftCounter.values().length];
     private final CopyOnWriteArrayList<SoftContext> contexts = new CopyOnWriteArrayList<>();
 
     // Key and QPN tables: guarded by the engine lock for writes; readers are engine code.
@@ -113,11 +113,12 @@ public final class SoftDevice implements Device {
      * @return its value
      */
     public long counter(SoftCounter c) {
-        return counters.get(c.ordinal());
+        return counters[c.ordinal()];
     }
 
+    /** Engine lock held. */
     void count(SoftCounter c) {
-        counters.incrementAndGet(c.ordinal());
+        counters[c.ordinal()]++;
     }
 
     boolean portActive() {

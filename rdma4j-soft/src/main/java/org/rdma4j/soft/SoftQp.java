@@ -73,7 +73,8 @@ final class SoftQp extends SoftResource implements QueuePair {
     SoftDevice peer;
 
     // Send queue: slots [compIdx, sqHead) are outstanding; reqIdx is the requester's position.
-    final SendWqe[] sq;
+    final SendWqe[] sq; // power-of-two ring; at most cap.maxSendWr() outstanding
+    private final int sqMask;
     long sqHead;
     long reqIdx;
     long compIdx;
@@ -138,7 +139,8 @@ final class SoftQp extends SoftResource implements QueuePair {
                 s == null ? recvSge : 0, c.maxInlineData());
         this.rq = s == null ? new RecvQueue(c.maxRecvWr(), recvSge) : null;
         this.arena = Arena.ofShared();
-        this.sq = new SendWqe[c.maxSendWr()];
+        this.sq = new SendWqe[Integer.highestOneBit(c.maxSendWr() - 1) << 1 | (c.maxSendWr() == 1 ? 1 : 0)];
+        this.sqMask = sq.length - 1;
         int inl = Math.max(8, (c.maxInlineData() + 7) & ~7);
         MemorySegment inlineArea = arena.allocate((long) inl * sq.length, 8);
         for (int i = 0; i < sq.length; i++) {
@@ -191,7 +193,7 @@ final class SoftQp extends SoftResource implements QueuePair {
     }
 
     SendWqe slot(long idx) {
-        return sq[(int) (idx % sq.length)];
+        return sq[(int) idx & sqMask];
     }
 
     /** Bytes per packet on this QP's path: the path MTU on a wire, unlimited in-process. */
@@ -559,7 +561,7 @@ final class SoftQp extends SoftResource implements QueuePair {
     /** Validates and copies one request into the send queue (rxe validate_send_wr / init_send_wqe). */
     private boolean enqueue(SendWorkRequest wr) {
         Errno e = validate(wr);
-        if (e == null && sqHead - compIdx >= sq.length) {
+        if (e == null && sqHead - compIdx >= cap.maxSendWr()) {
             e = Errno.ENOMEM;
         }
         if (e != null) {
