@@ -1,0 +1,13 @@
+package org.rdma4j.soft;
+
+import org.rdma4j.common.ManualClock;
+import org.rdma4j.testkit.Fabric;
+import org.rdma4j.testkit.model.AbstractRandomOpsProperties;
+
+/** The random-operation properties {@link AbstractRandomOpsProperties} on the soft device (whole messages). */
+class SoftRandomOpsPropertiesTest extends AbstractRandomOpsProperties {
+    @Override
+    protected Fabric createFabric(ManualClock clock) {
+        return new SoftTestFabric(clock);
+    }
+}

@@ -1,0 +1,12 @@
+/**
+ * rdma4j's command-line tools: {@code devices}, {@code devinfo} and the perftest-compatible
+ * {@code ib_write_bw}, dispatched by {@link org.rdma4j.tools.Main}. Devices come from whatever
+ * {@link org.rdma4j.verbs.spi.VerbsProvider} is on the path.
+ */
+module org.rdma4j.tools {
+    requires transitive org.rdma4j.verbs;
+
+    exports org.rdma4j.tools;
+
+    uses org.rdma4j.verbs.spi.VerbsProvider;
+}

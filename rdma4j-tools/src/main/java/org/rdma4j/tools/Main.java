@@ -1,0 +1,80 @@
+package org.rdma4j.tools;
+
+import java.io.PrintStream;
+import java.util.Arrays;
+
+import org.rdma4j.verbs.Verbs;
+
+/**
+ * Entry point of the {@code rdma4j} launcher: {@code rdma4j <subcommand> [options]}, with the
+ * subcommands named as rdma-core and perftest name them.
+ */
+public final class Main {
+    private Main() {
+    }
+
+    /**
+     * @param args subcommand and its arguments
+     */
+    public static void main(String[] args) {
+        int rc = run(args, System.out, System.err);
+        System.out.flush();
+        System.exit(rc);
+    }
+
+    /**
+     * Runs a subcommand.
+     *
+     * @param args subcommand and its arguments
+     * @param out  standard output
+     * @param err  standard error
+     * @return the exit status
+     */
+    public static int run(String[] args, PrintStream out, PrintStream err) {
+        if (args.length == 0) {
+            usage(err);
+            return 1;
+        }
+        String cmd = args[0];
+        String[] rest = Arrays.copyOfRange(args, 1, args.length);
+        switch (cmd) {
+            case "ib_write_bw":
+                try {
+                    return new WriteBw(WriteBwOptions.parse(rest), out, err).run();
+                } catch (WriteBwOptions.UsageException e) {
+                    err.println("ib_write_bw: " + e.getMessage());
+                    return 1;
+                }
+            case "devices":
+            case "ibv_devices":
+                out.print(DevInfo.devices(Verbs.devices()));
+                return 0;
+            case "devinfo":
+            case "ibv_devinfo":
+                return DevInfo.devinfoMain(rest, out, err);
+            case "help":
+            case "-h":
+            case "--help":
+                usage(out);
+                return 0;
+            default:
+                err.println("rdma4j: unknown subcommand '" + cmd + "'");
+                usage(err);
+                return 1;
+        }
+    }
+
+    private static void usage(PrintStream s) {
+        s.println("Usage: rdma4j <command> [options]");
+        s.println();
+        s.println("Commands:");
+        s.println("  ib_write_bw --loopback [opts]  perftest's RDMA WRITE bandwidth test, server and client in this process");
+        s.println("                                 (ib_write_bw --help lists the perftest flags)");
+        s.println("  devices                        list RDMA devices (ibv_devices)");
+        s.println("  devinfo [-d dev] [-i port]     show device and port attributes (ibv_devinfo)");
+        s.println("  test [mvn args]                run the whole test suite (mvn test; handled by the launcher script)");
+        s.println("  build                          rebuild (mvn -DskipTests package; handled by the launcher script)");
+        s.println("  java-home                      print the JDK 25 the launcher uses");
+        s.println("  help                           this text");
+    }
+}
