@@ -16,8 +16,7 @@ final class RecvQueue {
     final long[][] addr;
     final int[][] len;
     final int[][] lkey;
-    private volatile long prod;
-    private volatile long cons;
+    private final PaddedIndexes idx = new PaddedIndexes();
 
     private final int mask;
 
@@ -39,8 +38,8 @@ final class RecvQueue {
         if (n > maxSge) {
             return Errno.EINVAL;
         }
-        long p = prod;
-        if (p - cons >= capacity) {
+        long p = idx.producer();
+        if (p - idx.consumer() >= capacity) {
             return Errno.ENOMEM;
         }
         int slot = (int) p & mask;
@@ -55,26 +54,26 @@ final class RecvQueue {
         }
         numSge[slot] = n;
         wrId[slot] = wr.wrId();
-        prod = p + 1;
+        idx.producer(p + 1);
         return null;
     }
 
     boolean isEmpty() {
-        return prod == cons;
+        return idx.producer() == idx.consumer();
     }
 
     int count() {
-        return (int) (prod - cons);
+        return (int) (idx.producer() - idx.consumer());
     }
 
     /** @return the slot of the oldest WQE; the queue must not be empty */
     int headSlot() {
-        return (int) cons & mask;
+        return (int) idx.consumer() & mask;
     }
 
     /** Consumes the oldest WQE. Engine lock held. */
     void advance() {
-        cons = cons + 1;
+        idx.consumer(idx.consumer() + 1);
     }
 
     long totalLength(int slot) {
@@ -87,6 +86,6 @@ final class RecvQueue {
 
     /** Drops everything (RESET). */
     synchronized void reset() {
-        cons = prod;
+        idx.consumer(idx.producer());
     }
 }

@@ -29,7 +29,9 @@ final class Sgl {
         if (n == seg.length) {
             grow();
         }
-        seg[n] = s;
+        if (seg[n] != s) {
+            seg[n] = s; // skip the reference store (and its GC barrier) when the piece is reused
+        }
         off[n] = o;
         len[n] = l;
         n++;
@@ -54,7 +56,7 @@ final class Sgl {
      */
     static void transfer(Sgl src, long srcPos, Sgl dst, long dstPos, long count) {
         if (src.n == 1 && dst.n == 1) {
-            MemorySegment.copy(src.seg[0], src.off[0] + srcPos, dst.seg[0], dst.off[0] + dstPos, count);
+            Bytes.copy(src.seg[0], src.off[0] + srcPos, dst.seg[0], dst.off[0] + dstPos, count);
             return;
         }
         int si = 0;
@@ -67,7 +69,7 @@ final class Sgl {
         }
         while (count > 0) {
             long chunk = Math.min(count, Math.min(src.len[si] - srcPos, dst.len[di] - dstPos));
-            MemorySegment.copy(src.seg[si], src.off[si] + srcPos, dst.seg[di], dst.off[di] + dstPos, chunk);
+            Bytes.copy(src.seg[si], src.off[si] + srcPos, dst.seg[di], dst.off[di] + dstPos, chunk);
             count -= chunk;
             srcPos += chunk;
             dstPos += chunk;

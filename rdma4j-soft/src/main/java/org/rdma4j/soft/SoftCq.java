@@ -27,8 +27,7 @@ final class SoftCq extends SoftResource implements CompletionQueue {
     private final Object consumerLock = new Object();
     private WorkCompletion[] ring; // power-of-two length, at least capacity
     private volatile int capacity;
-    private volatile long head; // next to poll
-    private volatile long tail; // next to fill
+    private final PaddedIndexes idx = new PaddedIndexes(); // producer = next to fill, consumer = next to poll
     private volatile int armed;
     final AtomicInteger unackedEvents = new AtomicInteger();
 
@@ -72,15 +71,15 @@ final class SoftCq extends SoftResource implements CompletionQueue {
     boolean post(long wrId, WcStatus status, WcOpcode opcode, int byteLen, int imm, int qpNum, int srcQp,
                  int wcFlags, boolean solicited) {
         synchronized (producerLock) {
-            long t = tail;
+            long t = idx.producer();
             WorkCompletion[] r = ring;
-            if (t - head >= capacity) {
+            if (t - idx.consumer() >= capacity) {
                 ctx.device.count(SoftCounter.CQ_OVERFLOW);
                 ctx.raise(new AsyncEvent(AsyncEventType.CQ_ERR, null, this, null, 0));
                 return false;
             }
             r[(int) t & (r.length - 1)].set(wrId, status, opcode, 0, byteLen, imm, qpNum, srcQp, wcFlags, 0);
-            tail = t + 1;
+            idx.producer(t + 1);
         }
         int a = armed;
         if (a != ARM_NONE && channel != null
@@ -98,42 +97,42 @@ final class SoftCq extends SoftResource implements CompletionQueue {
 
     @Override
     public int poll(WorkCompletion[] wcs, int max) {
-        if (tail == head) {
+        if (idx.producer() == idx.consumer()) {
             return 0;
         }
         synchronized (consumerLock) {
-            long h = head;
-            long t = tail;
+            long h = idx.consumer();
+            long t = idx.producer();
             WorkCompletion[] r = ring;
             int n = (int) Math.min(Math.min(t - h, max), wcs.length);
             for (int i = 0; i < n; i++) {
                 wcs[i].copyFrom(r[(int) (h + i) & (r.length - 1)]);
             }
-            head = h + n;
+            idx.consumer(h + n);
             return n;
         }
     }
 
     @Override
     public boolean poll(WorkCompletion wc) {
-        if (tail == head) {
+        if (idx.producer() == idx.consumer()) {
             return false;
         }
         synchronized (consumerLock) {
-            long h = head;
-            if (tail == h) {
+            long h = idx.consumer();
+            if (idx.producer() == h) {
                 return false;
             }
             WorkCompletion[] r = ring;
             wc.copyFrom(r[(int) h & (r.length - 1)]);
-            head = h + 1;
+            idx.consumer(h + 1);
             return true;
         }
     }
 
     /** @return the number of completions queued */
     int count() {
-        return (int) (tail - head);
+        return (int) (idx.producer() - idx.consumer());
     }
 
     @Override
@@ -160,8 +159,8 @@ final class SoftCq extends SoftResource implements CompletionQueue {
         }
         synchronized (consumerLock) {
             synchronized (producerLock) {
-                long h = head;
-                long t = tail;
+                long h = idx.consumer();
+                long t = idx.producer();
                 if (t - h > cqe) {
                     throw new VerbsException(Errno.EINVAL, "cqe=" + cqe + " is smaller than the " + (t - h)
                             + " completions queued");
@@ -173,8 +172,8 @@ final class SoftCq extends SoftResource implements CompletionQueue {
                 }
                 ring = r;
                 capacity = cqe;
-                head = 0;
-                tail = t - h;
+                idx.consumer(0);
+                idx.producer(t - h);
             }
         }
     }

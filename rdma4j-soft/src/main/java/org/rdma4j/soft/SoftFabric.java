@@ -89,6 +89,26 @@ public final class SoftFabric implements AutoCloseable {
         return clock;
     }
 
+    /**
+     * Takes the engine lock, spinning briefly before parking: the lock is held for well under a
+     * microsecond per post, while parking and waking a thread costs several (measured: a ping-pong's
+     * echo thread parked on every few hundred round trips for 3 µs each with a plain lock()).
+     */
+    void lockEngine() {
+        if (engine.tryLock()) {
+            return;
+        }
+        for (int i = 0; i < ENGINE_SPINS; i++) {
+            Thread.onSpinWait();
+            if (!engine.isLocked() && engine.tryLock()) {
+                return;
+            }
+        }
+        engine.lock();
+    }
+
+    private static final int ENGINE_SPINS = 4_000;
+
     /** @return the device owning a GID on this fabric, or null */
     SoftDevice deviceFor(Gid gid) {
         return gid == null ? null : byGid.get(gid);

@@ -79,7 +79,7 @@ final class SoftMr extends SoftResource implements MemoryRegion {
         if (closed) {
             return;
         }
-        pd.device.fabric.engine.lock();
+        pd.device.fabric.lockEngine();
         try {
             closed = true;
             pd.device.removeMr(key);

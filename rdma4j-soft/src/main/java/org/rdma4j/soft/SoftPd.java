@@ -55,7 +55,7 @@ final class SoftPd extends SoftResource implements ProtectionDomain {
                     + "LOCAL_WRITE (ibv_reg_mr.3)");
         }
         SoftMr mr = new SoftMr(this, segment, AccessFlag.toBits(access));
-        device.fabric.engine.lock();
+        device.fabric.lockEngine();
         try {
             mr.key = device.addMr(mr);
         } finally {

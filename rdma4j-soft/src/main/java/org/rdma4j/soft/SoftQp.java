@@ -85,6 +85,8 @@ final class SoftQp extends SoftResource implements QueuePair {
     long rnrDeadline;
     boolean watched;
 
+    /** WrOpcode.validFor(type), by ordinal, so posting does not switch per request. */
+    private final boolean[] validOps;
     final Requester requester;
     final Completer completer;
     final Responder responder;
@@ -146,10 +148,14 @@ final class SoftQp extends SoftResource implements QueuePair {
         for (int i = 0; i < sq.length; i++) {
             sq[i] = new SendWqe(sendSge, inlineArea.asSlice((long) i * inl, inl));
         }
+        this.validOps = new boolean[WrOpcode.values().length];
+        for (WrOpcode op : WrOpcode.values()) {
+            validOps[op.ordinal()] = op.validFor(type);
+        }
         this.requester = new Requester(this);
         this.completer = new Completer(this);
         this.responder = new Responder(this);
-        fabric.engine.lock();
+        fabric.lockEngine();
         try {
             this.qpn = device.addQp(this);
         } finally {
@@ -206,7 +212,7 @@ final class SoftQp extends SoftResource implements QueuePair {
     @Override
     public void modify(QpAttributes a) {
         checkNotClosed();
-        fabric.engine.lock();
+        fabric.lockEngine();
         try {
             modifyLocked(a);
         } finally {
@@ -351,7 +357,7 @@ final class SoftQp extends SoftResource implements QueuePair {
     @Override
     public QpAttributes query() {
         checkNotClosed();
-        fabric.engine.lock();
+        fabric.lockEngine();
         try {
             QpAttributes a = new QpAttributes()
                     .state(state).curState(state).qkey(qkey).pkeyIndex(pkeyIndex).port(port).accessFlags(accessFlags)
@@ -521,7 +527,7 @@ final class SoftQp extends SoftResource implements QueuePair {
 
     @Override
     public boolean postSend(SendWorkRequest wr) {
-        fabric.engine.lock();
+        fabric.lockEngine();
         try {
             if (!enqueue(wr)) {
                 return false;
@@ -536,7 +542,7 @@ final class SoftQp extends SoftResource implements QueuePair {
     @Override
     public int postSend(SendWorkRequest[] wrs, int count) {
         int n = 0;
-        fabric.engine.lock();
+        fabric.lockEngine();
         try {
             while (n < count && enqueue(wrs[n])) {
                 n++;
@@ -613,7 +619,7 @@ final class SoftQp extends SoftResource implements QueuePair {
             return Errno.EINVAL; // rxe_post_send: requester not ready before RTS
         }
         WrOpcode op = wr.opcode();
-        if (op == null || !op.validFor(type)) {
+        if (op == null || !validOps[op.ordinal()]) {
             return Errno.EINVAL;
         }
         int n = wr.numSge();
@@ -661,7 +667,7 @@ final class SoftQp extends SoftResource implements QueuePair {
                 }
                 MemorySegment src = s.segment();
                 if (src != null) {
-                    MemorySegment.copy(src, 0, w.inlineBuf, pos, l);
+                    Bytes.copy(src, 0, w.inlineBuf, pos, l);
                 } else {
                     SoftMr mr = device.lookupMr(s.lkey());
                     if (mr == null || !mr.contains(s.addr(), l)) {
@@ -670,7 +676,7 @@ final class SoftQp extends SoftResource implements QueuePair {
                     if (mr == null) {
                         return false; // an address outside registered memory cannot be read safely
                     }
-                    MemorySegment.copy(mr.segment, s.addr() - mr.address, w.inlineBuf, pos, l);
+                    Bytes.copy(mr.segment, s.addr() - mr.address, w.inlineBuf, pos, l);
                 }
                 pos += l;
             }
@@ -693,7 +699,7 @@ final class SoftQp extends SoftResource implements QueuePair {
             return false;
         }
         if (state == QpState.ERR) {
-            fabric.engine.lock();
+            fabric.lockEngine();
             try {
                 if (state == QpState.ERR) {
                     flushRecvQueue();
@@ -722,7 +728,7 @@ final class SoftQp extends SoftResource implements QueuePair {
         if (closed) {
             return;
         }
-        fabric.engine.lock();
+        fabric.lockEngine();
         try {
             closed = true;
             state = QpState.RESET;

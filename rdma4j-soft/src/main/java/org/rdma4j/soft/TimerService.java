@@ -67,7 +67,7 @@ final class TimerService {
     }
 
     private void onManualAdvance(long nowNs) {
-        fabric.engine.lock();
+        fabric.lockEngine();
         try {
             runDue(nowNs);
         } finally {
@@ -79,7 +79,7 @@ final class TimerService {
         while (running) {
             long now;
             long next;
-            fabric.engine.lock();
+            fabric.lockEngine();
             try {
                 now = fabric.clock.nanoTime();
                 next = runDue(now);
