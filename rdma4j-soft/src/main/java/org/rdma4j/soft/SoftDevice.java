@@ -187,10 +187,16 @@ public final class SoftDevice implements Device {
         return mr != null && mr.key == key ? mr : null;
     }
 
-    /** @return a live MR of this PD's context that contains [addr, addr+len), or null (inline by address) */
-    SoftMr findMrByAddress(long addr, long len) {
+    /**
+     * Inline data given by address only (verbs read it without an L_Key check): the registered region
+     * of the same context (process) that holds it. A linear scan, off the fast path, which first tries
+     * the L_Key as a hint.
+     *
+     * @return the MR, or null
+     */
+    SoftMr findMrByAddress(SoftContext ctx, long addr, long len) {
         for (SoftMr mr : mrs) {
-            if (mr != null && mr.contains(addr, len)) {
+            if (mr != null && mr.pd.ctx == ctx && mr.contains(addr, len)) {
                 return mr;
             }
         }

@@ -670,8 +670,8 @@ final class SoftQp extends SoftResource implements QueuePair {
                     Bytes.copy(src, 0, w.inlineBuf, pos, l);
                 } else {
                     SoftMr mr = device.lookupMr(s.lkey());
-                    if (mr == null || !mr.contains(s.addr(), l)) {
-                        mr = device.findMrByAddress(s.addr(), l);
+                    if (mr == null || mr.pd.ctx != pd.ctx || !mr.contains(s.addr(), l)) {
+                        mr = device.findMrByAddress(pd.ctx, s.addr(), l);
                     }
                     if (mr == null) {
                         return false; // an address outside registered memory cannot be read safely
