@@ -448,13 +448,17 @@ final class SoftQp extends SoftResource implements QueuePair {
         if (status != WcStatus.SUCCESS || w.signaled) {
             int byteLen = w.opcode == WrOpcode.RDMA_READ ? (int) w.length
                     : w.opcode.isAtomic() ? 8 : (int) w.length;
-            if (!sendCq.post(w.wrId, status, w.opcode.wcOpcode(), byteLen, 0, qpn, 0, 0, false)) {
-                overflowed();
-            }
+            // A full send CQ loses the completion and raises CQ_ERR; the QP carries on (rxe's completer
+            // ignores rxe_cq_post's -EBUSY).
+            sendCq.post(w.wrId, status, w.opcode.wcOpcode(), byteLen, 0, qpn, 0, 0, false);
         }
     }
 
-    /** A completion was lost to a full CQ: the QP goes to ERR (rxe RESPST_ERR_CQ_OVERFLOW, class G). */
+    /**
+     * A receive completion was lost to a full CQ: the QP goes to ERR (rxe RESPST_ERR_CQ_OVERFLOW, class
+     * G). No completion can tell the user, so QP_FATAL is raised as IBA 11.6.3.1 asks for a local
+     * catastrophic error; rxe itself raises no QP event here.
+     */
     void overflowed() {
         if (state != QpState.ERR) {
             pd.ctx.raise(new AsyncEvent(AsyncEventType.QP_FATAL, this, null, null, 0));

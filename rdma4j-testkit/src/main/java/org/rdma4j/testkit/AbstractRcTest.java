@@ -666,6 +666,31 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         }
         AsyncEvent ev = awaitAsyncEvent(ctxA, AsyncEventType.CQ_ERR);
         assertSame(cq, ev.cq(), "CQ of " + ev);
+        // rxe's completer ignores the lost completion: the requester QP carries on.
+        assertEquals(QpState.RTS, r.local().qp().state());
+        assertNoAsyncEvent(ctxA, AsyncEventType.QP_FATAL);
+    }
+
+    @Test
+    public void shouldMoveResponderToErrWhenRecvCqOverruns() {
+        Rig r = rig(QpConfig.rc().recvCqSize(2));
+        CompletionQueue cq = r.remote().recvCq();
+        int capacity = cq.capacity();
+        Assumptions.assumeTrue(capacity + 1 <= 16, "CQ rounded up to " + capacity);
+        for (int i = 0; i <= capacity; i++) {
+            postRecv(r.remote().qp(), recvWr(100 + i, r.rmr(), 0, 64));
+        }
+        for (int i = 0; i <= capacity; i++) {
+            postSend(r.local().qp(), sendWr(i, WrOpcode.SEND, r.lmr(), 0, 8));
+        }
+        // rxe RESPST_ERR_CQ_OVERFLOW (class G): the responder QP goes to ERR. The lost completion is
+        // reported as CQ_ERR on the CQ and, since no completion can carry it, QP_FATAL on the QP
+        // (IBA 11.6.3.1; rxe raises no QP event).
+        AsyncEvent ev = awaitAsyncEvent(ctxB, AsyncEventType.CQ_ERR);
+        assertSame(cq, ev.cq(), "CQ of " + ev);
+        AsyncEvent fatal = awaitAsyncEvent(ctxB, AsyncEventType.QP_FATAL);
+        assertSame(r.remote().qp(), fatal.qp(), "QP of " + fatal);
+        assertEquals(QpState.ERR, r.remote().qp().state());
     }
 
     // ------------------------------------------------------------------ completion channels
