@@ -715,16 +715,6 @@ final class SoftQp extends SoftResource implements QueuePair {
         return true;
     }
 
-    @Override
-    public int postRecv(RecvWorkRequest[] wrs, int count) {
-        for (int i = 0; i < count; i++) {
-            if (!postRecv(wrs[i])) {
-                return i;
-            }
-        }
-        return count;
-    }
-
     // ------------------------------------------------------------------ destroy
 
     @Override

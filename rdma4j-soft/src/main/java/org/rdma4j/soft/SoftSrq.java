@@ -77,16 +77,6 @@ final class SoftSrq extends SoftResource implements SharedReceiveQueue {
     }
 
     @Override
-    public int postRecv(RecvWorkRequest[] wrs, int count) {
-        for (int i = 0; i < count; i++) {
-            if (!postRecv(wrs[i])) {
-                return i;
-            }
-        }
-        return count;
-    }
-
-    @Override
     public void close() {
         if (closed) {
             return;

@@ -64,7 +64,14 @@ public interface QueuePair extends AutoCloseable {
      * @param count how many
      * @return how many were posted
      */
-    int postRecv(RecvWorkRequest[] wrs, int count);
+    default int postRecv(RecvWorkRequest[] wrs, int count) {
+        for (int i = 0; i < count; i++) {
+            if (!postRecv(wrs[i])) {
+                return i;
+            }
+        }
+        return count;
+    }
 
     /** ibv_destroy_qp. */
     @Override
