@@ -13,6 +13,14 @@ final class Bytes {
     }
 
     /**
+     * @param n a count, at least 1
+     * @return the smallest power of two not below n (ring sizes; rxe rounds its depths the same way)
+     */
+    static int ceilPow2(int n) {
+        return n <= 1 ? 1 : Integer.highestOneBit(n - 1) << 1;
+    }
+
+    /**
      * Copies {@code len} bytes; same contract as {@link MemorySegment#copy(MemorySegment, long,
      * MemorySegment, long, long)}, overlapping ranges included. Up to 16 bytes are moved with scalar
      * loads and stores (all loads before any store), which costs a few nanoseconds where the bulk copy

@@ -23,7 +23,7 @@ final class RecvQueue {
     RecvQueue(int capacity, int maxSge) {
         this.capacity = capacity;
         this.maxSge = maxSge;
-        int n = capacity <= 1 ? 1 : Integer.highestOneBit(capacity - 1) << 1;
+        int n = Bytes.ceilPow2(capacity);
         mask = n - 1;
         wrId = new long[n];
         numSge = new int[n];

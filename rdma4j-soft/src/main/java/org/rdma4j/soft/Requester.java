@@ -33,7 +33,12 @@ final class Requester {
     void reset() {
         psn = 0;
         noackPkts = 0;
-        rdAtomicAvail = qp.maxRdAtomic <= 1 ? qp.maxRdAtomic : Integer.highestOneBit(qp.maxRdAtomic - 1) << 1;
+        resetDepth();
+    }
+
+    /** The initiator depth: max_rd_atomic rounded up to a power of two, as rxe_qp_from_attr does. */
+    void resetDepth() {
+        rdAtomicAvail = qp.maxRdAtomic == 0 ? 0 : Bytes.ceilPow2(qp.maxRdAtomic);
     }
 
     /**

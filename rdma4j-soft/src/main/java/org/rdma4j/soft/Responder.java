@@ -96,7 +96,7 @@ final class Responder {
     }
 
     void resizeResources(int n) {
-        int size = n <= 1 ? Math.max(1, n) : Integer.highestOneBit(n - 1) << 1;
+        int size = Bytes.ceilPow2(n);
         if (size != res.length) {
             res = new Resource[size];
             for (int i = 0; i < size; i++) {

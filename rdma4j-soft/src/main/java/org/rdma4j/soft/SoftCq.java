@@ -39,7 +39,7 @@ final class SoftCq extends SoftResource implements CompletionQueue {
     }
 
     private static WorkCompletion[] newRing(int cqe) {
-        int n = cqe <= 1 ? 1 : Integer.highestOneBit(cqe - 1) << 1;
+        int n = Bytes.ceilPow2(cqe);
         WorkCompletion[] r = new WorkCompletion[n];
         for (int i = 0; i < n; i++) {
             r[i] = new WorkCompletion();

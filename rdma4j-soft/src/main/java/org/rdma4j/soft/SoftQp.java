@@ -141,7 +141,7 @@ final class SoftQp extends SoftResource implements QueuePair {
                 s == null ? recvSge : 0, c.maxInlineData());
         this.rq = s == null ? new RecvQueue(c.maxRecvWr(), recvSge) : null;
         this.arena = Arena.ofShared();
-        this.sq = new SendWqe[Integer.highestOneBit(c.maxSendWr() - 1) << 1 | (c.maxSendWr() == 1 ? 1 : 0)];
+        this.sq = new SendWqe[Bytes.ceilPow2(c.maxSendWr())];
         this.sqMask = sq.length - 1;
         int inl = Math.max(8, (c.maxInlineData() + 7) & ~7);
         MemorySegment inlineArea = arena.allocate((long) inl * sq.length, 8);
@@ -274,8 +274,7 @@ final class SoftQp extends SoftResource implements QueuePair {
         }
         if (a.has(QpAttrMask.MAX_QP_RD_ATOMIC)) {
             maxRdAtomic = a.maxRdAtomic();
-            // rxe_qp_from_attr: the initiator depth is rounded up to a power of two.
-            requester.rdAtomicAvail = maxRdAtomic <= 1 ? maxRdAtomic : Integer.highestOneBit(maxRdAtomic - 1) << 1;
+            requester.resetDepth();
         }
         if (a.has(QpAttrMask.MAX_DEST_RD_ATOMIC)) {
             maxDestRdAtomic = a.maxDestRdAtomic();
