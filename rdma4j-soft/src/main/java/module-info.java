@@ -6,6 +6,8 @@
 module org.rdma4j.soft {
     requires transitive org.rdma4j.verbs;
     requires transitive org.rdma4j.common;
+    requires transitive org.rdma4j.dma;
+    requires org.rdma4j.wire;
 
     exports org.rdma4j.soft;
 

@@ -1,0 +1,2 @@
+/** The DMA-mapping layer. */
+package org.rdma4j.dma;

@@ -1,0 +1,2 @@
+/** RoCEv2 wire format. */
+package org.rdma4j.wire;
