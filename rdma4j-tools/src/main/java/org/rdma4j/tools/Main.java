@@ -17,6 +17,7 @@ public final class Main {
      * @param args subcommand and its arguments
      */
     public static void main(String[] args) {
+        StopSignal.installShutdownHook();
         int rc = run(args, System.out, System.err);
         System.out.flush();
         System.exit(rc);
@@ -45,6 +46,8 @@ public final class Main {
                     err.println("ib_write_bw: " + e.getMessage());
                     return 1;
                 }
+            case "rc_pingpong", "ud_pingpong", "srq_pingpong", "ibv_rc_pingpong", "ibv_ud_pingpong", "ibv_srq_pingpong":
+                return PingPong.main(cmd, rest, out, err, StopSignal.PROCESS);
             case "devices":
             case "ibv_devices":
                 out.print(DevInfo.devices(Verbs.devices()));
@@ -71,7 +74,10 @@ public final class Main {
         s.println("  ib_write_bw --loopback [opts]  perftest's RDMA WRITE bandwidth test, server and client in this process");
         s.println("                                 (ib_write_bw --help lists the perftest flags)");
         s.println("  devices                        list RDMA devices (ibv_devices)");
-        s.println("  devinfo [-d dev] [-i port]     show device and port attributes (ibv_devinfo)");
+        s.println("  devinfo [-d dev] [-i port] [-v] show device and port attributes (ibv_devinfo)");
+        s.println("  rc_pingpong|ud_pingpong|srq_pingpong [opts] [host]");
+        s.println("                                 ibv_*_pingpong: server, or client of <host>; --loopback runs both");
+        s.println("                                 here (rc_pingpong --help lists the flags)");
         s.println("  test [mvn args]                run the whole test suite (mvn test; handled by the launcher script)");
         s.println("  build                          rebuild (mvn -DskipTests package; handled by the launcher script)");
         s.println("  java-home                      print the JDK 25 the launcher uses");

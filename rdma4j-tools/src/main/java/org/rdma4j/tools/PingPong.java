@@ -1,0 +1,826 @@
+package org.rdma4j.tools;
+
+import java.io.PrintStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.net.ServerSocket;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+
+import org.rdma4j.verbs.AccessFlag;
+import org.rdma4j.verbs.AddressHandle;
+import org.rdma4j.verbs.AhAttributes;
+import org.rdma4j.verbs.CompletionChannel;
+import org.rdma4j.verbs.CompletionQueue;
+import org.rdma4j.verbs.Context;
+import org.rdma4j.verbs.Device;
+import org.rdma4j.verbs.Gid;
+import org.rdma4j.verbs.MemoryRegion;
+import org.rdma4j.verbs.Mtu;
+import org.rdma4j.verbs.PortAttributes;
+import org.rdma4j.verbs.ProtectionDomain;
+import org.rdma4j.verbs.QpAttributes;
+import org.rdma4j.verbs.QpCapabilities;
+import org.rdma4j.verbs.QpInitAttributes;
+import org.rdma4j.verbs.QpState;
+import org.rdma4j.verbs.QpType;
+import org.rdma4j.verbs.QueuePair;
+import org.rdma4j.verbs.RecvWorkRequest;
+import org.rdma4j.verbs.SendFlags;
+import org.rdma4j.verbs.SendWorkRequest;
+import org.rdma4j.verbs.SharedReceiveQueue;
+import org.rdma4j.verbs.Verbs;
+import org.rdma4j.verbs.VerbsException;
+import org.rdma4j.verbs.WcStatus;
+import org.rdma4j.verbs.WorkCompletion;
+import org.rdma4j.verbs.WrOpcode;
+
+/**
+ * ibv_rc_pingpong, ibv_ud_pingpong and ibv_srq_pingpong (rdma-core libibverbs/examples): the same
+ * options, the same TCP exchange ({@link PingPongExchange}), the same QP attributes, the same strict
+ * ping-pong (each side posts its next SEND only after its previous SEND and one receive completed),
+ * the same output lines and {@code -c} data check. Device-agnostic: the LID and GID come from the
+ * port, so it runs against rdma-core's programs over a RoCE device. With {@code --loopback} the
+ * server and the client run in this process, on two devices of one fabric.
+ */
+public final class PingPong {
+    /** wr_id of receives (rdma-core PINGPONG_RECV_WRID); also the pending bit. */
+    static final int RECV_WRID = 1;
+    /** wr_id of sends (PINGPONG_SEND_WRID); also the pending bit. */
+    static final int SEND_WRID = 2;
+    /** ud_pingpong's Q_Key, at INIT and in every send. */
+    static final int UD_QKEY = 0x11111111;
+    /** The GRH area at the start of every UD receive buffer (ibv_post_recv.3). */
+    static final int GRH_BYTES = 40;
+    /** The -c check marks one byte per page; rdma-core takes sysconf(_SC_PAGESIZE), 4096 on Linux x86. */
+    static final int PAGE_SIZE = 4096;
+    /** Give up when nothing completes for this long (rdma-core would poll forever). */
+    static final long STALL_NS = TimeUnit.SECONDS.toNanos(30);
+    /** Progress is shown on a terminal at most this often. */
+    static final long PROGRESS_NS = TimeUnit.SECONDS.toNanos(1);
+
+    private final PingPongOptions o;
+    private final PrintStream out;
+    private final PrintStream err;
+    private final StopSignal stop;
+    private final boolean progress;
+    /** Counted down when the data phase starts (tests stop a run at a known point with it). */
+    final CountDownLatch dataPhase = new CountDownLatch(1);
+
+    /** A failure that ends the run; the message is rdma-core's line (with rdma4j's detail). */
+    static final class RunException extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        RunException(String message) {
+            super(message);
+        }
+    }
+
+    /**
+     * @param options  the command line
+     * @param out      standard output
+     * @param err      standard error
+     * @param stop     Ctrl-C
+     * @param progress whether to show progress on {@code err} (a terminal)
+     */
+    PingPong(PingPongOptions options, PrintStream out, PrintStream err, StopSignal stop, boolean progress) {
+        this.o = options;
+        this.out = out;
+        this.err = err;
+        this.stop = stop;
+        this.progress = progress;
+    }
+
+    /**
+     * The subcommand.
+     *
+     * @param cmd  rc_pingpong, ud_pingpong or srq_pingpong (an ibv_ prefix is allowed)
+     * @param args its arguments
+     * @param out  standard output
+     * @param err  standard error
+     * @param stop Ctrl-C
+     * @return the exit status: 0, 1 on an error (as rdma-core), 130 when stopped
+     */
+    public static int main(String cmd, String[] args, PrintStream out, PrintStream err, StopSignal stop) {
+        PingPongOptions.Kind kind = PingPongOptions.Kind.of(cmd);
+        if (kind == null) {
+            throw new IllegalArgumentException("not a pingpong command: " + cmd);
+        }
+        PingPongOptions o;
+        try {
+            o = PingPongOptions.parse(kind, args);
+        } catch (PingPongOptions.UsageException e) {
+            err.println(kind.command() + ": " + e.getMessage());
+            out.print(PingPongOptions.usage(kind));
+            return 1;
+        }
+        if (o.help) {
+            out.print(PingPongOptions.usage(kind));
+            return 0;
+        }
+        if (o.unsupported != 0) {
+            err.println(unsupportedText(o));
+            return 1;
+        }
+        var console = System.console();
+        boolean terminal = console != null && console.isTerminal() && out == System.out;
+        stop.enter();
+        try {
+            return o.loopback ? Loopback.run(o, out, err, stop, terminal) : new PingPong(o, out, err, stop, terminal)
+                    .run(null, null);
+        } finally {
+            out.flush();
+            stop.exit();
+        }
+    }
+
+    /**
+     * Runs one side.
+     *
+     * @param device   the device, or null to resolve {@code -d} (first device when absent)
+     * @param listener for a server in loopback: the socket already bound; null to bind {@code -p}
+     * @return exit status
+     */
+    int run(Device device, ServerSocket listener) {
+        try {
+            if (o.unsupported != 0) {
+                throw new RunException(unsupportedText(o));
+            }
+            Device dev = device != null ? device : resolve(o.ibDev);
+            try (Side side = new Side(dev)) {
+                return side.run(listener);
+            }
+        } catch (RunException e) {
+            out.flush();
+            err.println(e.getMessage());
+            return stop.stopped() ? 130 : 1;
+        } catch (VerbsException e) {
+            out.flush();
+            err.println(e.getMessage());
+            return 1;
+        }
+    }
+
+    /**
+     * ibv_get_device_list + the name match of the pingpong programs.
+     *
+     * @param name the -d value, or null for the first device
+     * @return the device
+     */
+    static Device resolve(String name) {
+        List<Device> all = Verbs.devices();
+        if (name == null) {
+            if (all.isEmpty()) {
+                throw new RunException("No IB devices found (no org.rdma4j.verbs.spi.VerbsProvider on the class path"
+                        + " offers a device)");
+            }
+            return all.get(0);
+        }
+        for (Device d : all) {
+            if (d.name().equals(name)) {
+                return d;
+            }
+        }
+        throw new RunException("IB device " + name + " not found (known devices: "
+                + (all.isEmpty() ? "none" : all.stream().map(Device::name).collect(Collectors.joining(", "))) + ")");
+    }
+
+    private static String unsupportedText(PingPongOptions o) {
+        String why = " (option -" + o.unsupported + "; the rdma4j verbs API offers no such capability)";
+        return switch (o.unsupported) {
+            case 'o', 'O' -> o.kind == PingPongOptions.Kind.SRQ
+                    ? "The device isn't ODP capable or does not support RC send, receive and srq with ODP" + why
+                    : "The device isn't ODP capable or does not support RC send and receive with ODP" + why;
+            case 'P' -> "prefetch is valid only with on-demand memory region" + why;
+            case 't' -> "The device isn't completion timestamp capable" + why;
+            case 'j' -> "Device doesn't support dm allocation" + why;
+            case 'U' -> "Couldn't allocate parent domain" + why;
+            default -> "unsupported option -" + o.unsupported;
+        };
+    }
+
+    /** One program's resources and run, created as pp_init_ctx creates them. */
+    private final class Side implements AutoCloseable {
+        final Device dev;
+        final boolean ud = o.kind == PingPongOptions.Kind.UD;
+        final boolean srqKind = o.kind == PingPongOptions.Kind.SRQ;
+        final int numQp = srqKind ? o.numQp : 1;
+        final int size = (int) o.size;
+        final Arena arena = Arena.ofShared();
+        final Context ctx;
+        CompletionChannel channel;
+        ProtectionDomain pd;
+        MemorySegment buf;
+        MemoryRegion mr;
+        CompletionQueue cq;
+        SharedReceiveQueue srq;
+        final QueuePair[] qps;
+        AddressHandle ah;
+        PortAttributes port;
+        int sendFlags = SendFlags.SIGNALED;
+        int numCqEvents;
+        final RecvWorkRequest rwr = new RecvWorkRequest(1);
+        final SendWorkRequest swr = new SendWorkRequest(1);
+
+        Side(Device dev) {
+            this.dev = dev;
+            this.qps = new QueuePair[numQp];
+            try {
+                this.ctx = dev.open();
+            } catch (VerbsException e) {
+                arena.close();
+                throw new RunException("Couldn't get context for " + dev.name() + " (" + e.getMessage() + ")");
+            }
+        }
+
+        int run(ServerSocket listener) {
+            init();
+            int routs = postRecv(o.rxDepth);
+            if (routs < o.rxDepth) {
+                throw new RunException("Couldn't post receive (" + routs + ")");
+            }
+            if (o.events) {
+                cq.reqNotify(false);
+            }
+            try {
+                port = ctx.queryPort(o.ibPort);
+            } catch (VerbsException e) {
+                throw new RunException("Couldn't get port info (" + e.getMessage() + ")");
+            }
+            boolean ethernet = "Ethernet".equalsIgnoreCase(port.linkLayer());
+            if (!ethernet && port.lid() == 0) {
+                throw new RunException("Couldn't get local LID");
+            }
+            Gid gid = o.gidIndex >= 0 ? localGid() : Gid.ZERO;
+            PingPongDest[] mine = new PingPongDest[srqKind ? PingPongOptions.MAX_QP : 1];
+            java.util.Arrays.fill(mine, PingPongDest.UNUSED);
+            for (int i = 0; i < numQp; i++) {
+                int psn = ThreadLocalRandom.current().nextInt() & 0xFFFFFF;
+                mine[i] = new PingPongDest(port.lid(), qps[i].qpNum(), psn, gid);
+                out.println("  local address:  LID 0x" + CFormat.hex(port.lid(), 4) + ", QPN 0x"
+                        + CFormat.hex(mine[i].qpn(), 6) + ", PSN 0x" + CFormat.hex(psn, 6) + (ud ? ": GID " : ", GID ")
+                        + PingPongDest.ntop(gid));
+            }
+            PingPongDest[] remote;
+            try {
+                if (o.serverName != null) {
+                    remote = PingPongExchange.client(o.serverName, o.port, mine, stop);
+                } else {
+                    ServerSocket ss = listener != null ? listener : PingPongExchange.listen(o.port);
+                    remote = PingPongExchange.serve(ss, mine, r -> {
+                        try {
+                            connect(mine, r);
+                        } catch (RunException e) {
+                            throw new RunException(e.getMessage() + "\nCouldn't connect to remote QP");
+                        }
+                    }, stop);
+                }
+            } catch (PingPongExchange.ExchangeException e) {
+                throw new RunException(e.getMessage());
+            }
+            for (int i = 0; i < numQp; i++) {
+                PingPongDest r = remote[i];
+                out.println("  remote address: LID 0x" + CFormat.hex(r.lid() & 0xFFFFFFFFL, 4) + ", QPN 0x"
+                        + CFormat.hex(r.qpn() & 0xFFFFFFFFL, 6) + ", PSN 0x" + CFormat.hex(r.psn() & 0xFFFFFFFFL, 6)
+                        + ", GID " + PingPongDest.ntop(r.gid()));
+            }
+            if (o.serverName != null) {
+                connect(mine, remote);
+            }
+            return dataPhase(remote, routs);
+        }
+
+        /** pp_init_ctx: channel, PD, buffer, MR, CQ, SRQ, QPs in INIT. */
+        private void init() {
+            if (ud) {
+                PortAttributes pa;
+                try {
+                    pa = ctx.queryPort(o.ibPort);
+                } catch (VerbsException e) {
+                    throw new RunException("Unable to query port info for port " + o.ibPort + " (" + e.getMessage() + ")");
+                }
+                int mtu = pa.activeMtu().bytes();
+                if (size > mtu) {
+                    throw new RunException("Requested size larger than port MTU (" + mtu + ")");
+                }
+            }
+            if (o.events) {
+                channel = attempt("Couldn't create completion channel", ctx::createCompChannel);
+            }
+            pd = attempt("Couldn't allocate PD", ctx::allocPd);
+            long bytes = ud ? size + (long) GRH_BYTES : size;
+            buf = arena.allocate(bytes, PAGE_SIZE);
+            buf.fill((byte) 0x7b);
+            mr = attempt("Couldn't register MR", () -> pd.regMr(buf, AccessFlag.of(AccessFlag.LOCAL_WRITE)));
+            int cqe = o.rxDepth + (srqKind ? numQp : 1);
+            cq = attempt("Couldn't create CQ", () -> ctx.createCq(cqe, channel, 0));
+            if (srqKind) {
+                srq = attempt("Couldn't create SRQ", () -> pd.createSrq(o.rxDepth, 1));
+            }
+            for (int i = 0; i < numQp; i++) {
+                QpInitAttributes ia = new QpInitAttributes().type(ud ? QpType.UD : QpType.RC).sendCq(cq).recvCq(cq)
+                        .srq(srq).cap(new QpCapabilities(1, srqKind ? 0 : o.rxDepth, 1, srqKind ? 0 : 1, 0));
+                final int idx = i;
+                qps[i] = attempt(srqKind ? "Couldn't create QP[" + idx + "]" : "Couldn't create QP",
+                        () -> pd.createQp(ia));
+                // As rdma-core: send inline when the granted inline size covers a message.
+                if (qps[i].cap().maxInlineData() >= size) {
+                    sendFlags |= SendFlags.INLINE;
+                }
+            }
+            for (int i = 0; i < numQp; i++) {
+                QpAttributes a = new QpAttributes().state(QpState.INIT).pkeyIndex(0).port(o.ibPort);
+                if (ud) {
+                    a.qkey(UD_QKEY);
+                } else {
+                    a.accessFlags(0);
+                }
+                try {
+                    qps[i].modify(a);
+                } catch (VerbsException e) {
+                    throw new RunException((srqKind ? "Failed to modify QP[" + i + "] to INIT" : "Failed to modify QP to INIT")
+                            + " (" + e.getMessage() + ")");
+                }
+            }
+            rwr.wrId(RECV_WRID).singleSge(buf.address(), ud ? size + GRH_BYTES : size, mr.lkey());
+            swr.wrId(SEND_WRID).opcode(WrOpcode.SEND).sendFlags(sendFlags)
+                    .singleSge(buf.address() + (ud ? GRH_BYTES : 0), size, mr.lkey());
+        }
+
+        /** ibv_query_gid for -g, with the port's GID table in the error. */
+        private Gid localGid() {
+            String what = o.kind == PingPongOptions.Kind.RC ? "can't read sgid of index " + o.gidIndex
+                    : "Could not get local gid for gid index " + o.gidIndex;
+            Gid g;
+            if (o.gidIndex >= port.gidTblLen()) {
+                throw new RunException(what + " (" + dev.name() + " port " + o.ibPort + " has " + port.gidTblLen()
+                        + " GID entries)\n" + gidTable());
+            }
+            try {
+                g = ctx.queryGid(o.ibPort, o.gidIndex);
+            } catch (VerbsException e) {
+                throw new RunException(what + " (" + e.getMessage() + ")\n" + gidTable());
+            }
+            if (g.equals(Gid.ZERO)) {
+                throw new RunException(what + " (entry " + o.gidIndex + " of " + dev.name() + " port " + o.ibPort
+                        + " is empty)\n" + gidTable());
+            }
+            return g;
+        }
+
+        private String gidTable() {
+            StringBuilder sb = new StringBuilder("GID table of ").append(dev.name()).append(" port ").append(o.ibPort)
+                    .append(':');
+            int shown = 0;
+            for (int i = 0; i < port.gidTblLen(); i++) {
+                Gid g;
+                try {
+                    g = ctx.queryGid(o.ibPort, i);
+                } catch (VerbsException e) {
+                    continue;
+                }
+                if (!g.equals(Gid.ZERO)) {
+                    sb.append("\n\tGID[").append(CFormat.right(Integer.toString(i), 3)).append("]:\t")
+                            .append(PingPongDest.ntop(g));
+                    shown++;
+                }
+            }
+            if (shown == 0) {
+                sb.append(" no GIDs");
+            }
+            return sb.toString();
+        }
+
+        /** pp_connect_ctx: RTR and RTS (rc/srq with the peer's address; ud by state, then an AH). */
+        private void connect(PingPongDest[] mine, PingPongDest[] remote) {
+            // rdma-core uses a GRH only when the peer sent a GID with a non-zero interface id; srq
+            // looks at the first address for all QPs.
+            Gid dgid = remote[0].gid();
+            boolean global = dgid.lo() != 0;
+            boolean ethernet = "Ethernet".equalsIgnoreCase(port.linkLayer());
+            AhAttributes av = new AhAttributes().dlid(remote[0].lid() & 0xFFFF).sl(o.sl).srcPathBits(0)
+                    .portNum(o.ibPort).global(global);
+            if (global) {
+                av.hopLimit(ud ? 64 : 1).dgid(dgid).sgidIndex(Math.max(o.gidIndex, 0));
+            }
+            String noGrh = "(the link layer of " + dev.name() + " port " + o.ibPort + " is Ethernet (RoCE), where every"
+                    + " packet carries a GRH (IBA annex A16/A17), but the peer sent no GID: run both sides with"
+                    + " -g <gid index>; 'rdma4j devinfo -v' lists the GID table)";
+            if (ud) {
+                modify(0, new QpAttributes().state(QpState.RTR), "RTR");
+                modify(0, new QpAttributes().state(QpState.RTS).sqPsn(mine[0].psn()), "RTS");
+                if (ethernet && !global) {
+                    throw new RunException("Failed to create AH " + noGrh);
+                }
+                try {
+                    ah = pd.createAh(av);
+                } catch (VerbsException e) {
+                    throw new RunException("Failed to create AH (" + e.getMessage() + ")");
+                }
+                swr.ah(ah).remoteQpn(remote[0].qpn()).remoteQkey(UD_QKEY);
+                return;
+            }
+            for (int i = 0; i < numQp; i++) {
+                if (ethernet && !global) {
+                    throw new RunException((srqKind ? "Failed to modify QP[" + i + "] to RTR " : "Failed to modify QP to RTR ")
+                            + noGrh);
+                }
+                av.dlid(remote[i].lid() & 0xFFFF);
+                modify(i, new QpAttributes().state(QpState.RTR).av(av).pathMtu(Mtu.ofBytes(o.mtu))
+                        .destQpNum(remote[i].qpn()).rqPsn(remote[i].psn()).maxDestRdAtomic(1).minRnrTimer(12), "RTR");
+                modify(i, new QpAttributes().state(QpState.RTS).timeout(14).retryCnt(7).rnrRetry(7)
+                        .sqPsn(mine[i].psn()).maxRdAtomic(1), "RTS");
+            }
+        }
+
+        private void modify(int i, QpAttributes a, String state) {
+            try {
+                qps[i].modify(a);
+            } catch (VerbsException e) {
+                throw new RunException((srqKind ? "Failed to modify QP[" + i + "] to " : "Failed to modify QP to ") + state
+                        + " (" + e.getMessage() + ")");
+            }
+        }
+
+        /** pp_post_recv: up to n receives, on the SRQ or the QP; returns how many were posted. */
+        private int postRecv(int n) {
+            int i = 0;
+            for (; i < n; i++) {
+                boolean ok = srqKind ? srq.postRecv(rwr) : qps[0].postRecv(rwr);
+                if (!ok) {
+                    break;
+                }
+            }
+            return i;
+        }
+
+        /** The timed loop, then the report. */
+        private int dataPhase(PingPongDest[] remote, int routsStart) {
+            long iters = o.iters;
+            int routs = routsStart;
+            int[] pending = new int[numQp];
+            boolean client = o.serverName != null;
+            if (client && o.validate) {
+                int base = ud ? GRH_BYTES : 0;
+                for (int i = 0; i < size; i += PAGE_SIZE) {
+                    // rdma-core writes i / page_size % sizeof(char), which is always 0.
+                    buf.set(java.lang.foreign.ValueLayout.JAVA_BYTE, base + i, (byte) 0);
+                }
+            }
+            for (int i = 0; i < numQp; i++) {
+                pending[i] = RECV_WRID;
+                if (client) {
+                    postSend(i);
+                    pending[i] |= SEND_WRID;
+                }
+            }
+            WorkCompletion[] wcs = new WorkCompletion[srqKind ? numQp + o.rxDepth : 2];
+            for (int i = 0; i < wcs.length; i++) {
+                wcs[i] = new WorkCompletion();
+            }
+            int threshold = srqKind ? numQp : 1;
+            long rcnt = 0;
+            long scnt = 0;
+            long start = System.nanoTime();
+            long lastCompletion = start;
+            long nextProgress = start + PROGRESS_NS;
+            boolean interrupted = false;
+            int idlePolls = 0;
+            dataPhase.countDown();
+            while (rcnt < iters || scnt < iters) {
+                int ne;
+                if (o.events) {
+                    CompletionQueue ev = channel.getCqEvent(Duration.ofMillis(100));
+                    if (ev == null) {
+                        ne = 0;
+                    } else {
+                        numCqEvents++;
+                        if (ev != cq) {
+                            throw new RunException("CQ event for unknown CQ " + ev);
+                        }
+                        cq.reqNotify(false);
+                        ne = cq.poll(wcs, wcs.length);
+                    }
+                } else {
+                    ne = cq.poll(wcs, wcs.length);
+                }
+                if (ne == 0) {
+                    // Polling as rdma-core does, but watching for Ctrl-C, stalls and the progress clock.
+                    if (stop.stopped()) {
+                        interrupted = true;
+                        break;
+                    }
+                    long now = System.nanoTime();
+                    if (now - lastCompletion > STALL_NS) {
+                        throw new RunException("no completion for " + TimeUnit.NANOSECONDS.toSeconds(STALL_NS)
+                                + " seconds (sent " + scnt + ", received " + rcnt + " of " + iters
+                                + "): is the peer still running?");
+                    }
+                    if (progress && now >= nextProgress) {
+                        showProgress(Math.min(rcnt, scnt), iters, now - start);
+                        nextProgress = now + PROGRESS_NS;
+                    }
+                    // Busy polling as rdma-core, but giving the core away now and then: in loopback the
+                    // peer's thread may need it to answer.
+                    if ((++idlePolls & 0x3FF) == 0) {
+                        Thread.yield();
+                    } else {
+                        Thread.onSpinWait();
+                    }
+                    continue;
+                }
+                lastCompletion = System.nanoTime();
+                for (int i = 0; i < ne; i++) {
+                    WorkCompletion wc = wcs[i];
+                    if (wc.status() != WcStatus.SUCCESS) {
+                        throw new RunException("Failed status " + wc.status().description() + " ("
+                                + wc.status().value() + ") for wr_id " + (int) wc.wrId());
+                    }
+                    int q = 0;
+                    if (srqKind) {
+                        q = findQp(wc.qpNum());
+                        if (q < 0) {
+                            throw new RunException("Couldn't find QPN " + CFormat.hex(wc.qpNum(), 6));
+                        }
+                    }
+                    switch ((int) wc.wrId()) {
+                        case SEND_WRID -> ++scnt;
+                        case RECV_WRID -> {
+                            if (--routs <= threshold) {
+                                routs += postRecv(o.rxDepth - routs);
+                                if (routs < o.rxDepth) {
+                                    throw new RunException("Couldn't post receive (" + routs + ")");
+                                }
+                            }
+                            ++rcnt;
+                        }
+                        default -> throw new RunException("Completion for unknown wr_id " + (int) wc.wrId());
+                    }
+                    pending[q] &= ~(int) wc.wrId();
+                    if (scnt < iters && pending[q] == 0) {
+                        postSend(q);
+                        pending[q] = RECV_WRID | SEND_WRID;
+                    }
+                }
+                if (progress && lastCompletion >= nextProgress) {
+                    showProgress(Math.min(rcnt, scnt), iters, lastCompletion - start);
+                    nextProgress = lastCompletion + PROGRESS_NS;
+                }
+            }
+            long end = System.nanoTime();
+            if (progress) {
+                err.print("\r" + " ".repeat(60) + "\r");
+                err.flush();
+            }
+            long done = interrupted ? Math.min(rcnt, scnt) : iters;
+            if (interrupted) {
+                out.flush();
+                err.println("interrupted after " + done + " of " + iters + " iters (sent " + scnt + ", received " + rcnt
+                        + "); measured so far:");
+            }
+            out.print(report(size, done, (end - start) / 1000));
+            if (!client && o.validate) {
+                int base = ud ? GRH_BYTES : 0;
+                for (int i = 0; i < size; i += PAGE_SIZE) {
+                    if (buf.get(java.lang.foreign.ValueLayout.JAVA_BYTE, base + i) != 0) {
+                        out.println("invalid data in page " + i / PAGE_SIZE);
+                    }
+                }
+            }
+            return interrupted ? 130 : 0;
+        }
+
+        private void postSend(int q) {
+            if (!qps[q].postSend(swr)) {
+                throw new RunException("Couldn't post send (" + swr.postError() + ")");
+            }
+        }
+
+        private int findQp(int qpn) {
+            for (int i = 0; i < numQp; i++) {
+                if (qps[i].qpNum() == qpn) {
+                    return i;
+                }
+            }
+            return -1;
+        }
+
+        private void showProgress(long done, long iters, long ns) {
+            double usec = ns / 1000.0;
+            err.print("\r  " + done + "/" + iters + " iters, " + CFormat.fixed(ns / 1e9, 1) + " s, "
+                    + CFormat.fixed(done == 0 ? 0 : usec / done, 2) + " usec/iter   ");
+            err.flush();
+        }
+
+        /** pp_close_ctx, in its order; acknowledges CQ events first (ibv_ack_cq_events). */
+        @Override
+        public void close() {
+            RuntimeException first = null;
+            if (cq != null && numCqEvents > 0) {
+                cq.ackEvents(numCqEvents);
+            }
+            for (QueuePair qp : qps) {
+                first = closeQuietly(qp, first);
+            }
+            first = closeQuietly(srq, first);
+            first = closeQuietly(cq, first);
+            first = closeQuietly(mr, first);
+            first = closeQuietly(ah, first);
+            first = closeQuietly(pd, first);
+            first = closeQuietly(channel, first);
+            first = closeQuietly(ctx, first);
+            arena.close();
+            if (first != null) {
+                throw first;
+            }
+        }
+    }
+
+    private static RuntimeException closeQuietly(AutoCloseable c, RuntimeException first) {
+        if (c == null) {
+            return first;
+        }
+        try {
+            c.close();
+            return first;
+        } catch (RuntimeException e) {
+            return first != null ? first : e;
+        } catch (Exception e) {
+            return first != null ? first : new RuntimeException(e);
+        }
+    }
+
+    private static <T> T attempt(String what, java.util.function.Supplier<T> create) {
+        try {
+            return create.get();
+        } catch (VerbsException e) {
+            throw new RunException(what + " (" + e.getMessage() + ")");
+        }
+    }
+
+    /**
+     * The two result lines, computed as rdma-core computes them: the elapsed time in whole
+     * microseconds held in a C {@code float}, bytes = size × iters × 2, Mbit/s = bytes × 8 / usec, and
+     * usec/iter divided in float.
+     *
+     * @param size   message size
+     * @param iters  iterations
+     * @param micros elapsed microseconds
+     * @return {@code "%lld bytes in %.2f seconds = %.2f Mbit/sec\n%d iters in %.2f seconds = %.2f usec/iter\n"}
+     */
+    static String report(long size, long iters, long micros) {
+        float usec = micros;
+        long bytes = size * iters * 2;
+        String secs = CFormat.fixed(usec / 1000000., 2);
+        return bytes + " bytes in " + secs + " seconds = " + CFormat.fixed(bytes * 8. / usec, 2) + " Mbit/sec\n"
+                + iters + " iters in " + secs + " seconds = " + CFormat.fixed(usec / (float) iters, 2) + " usec/iter\n";
+    }
+
+    /** --loopback: the server on one device, the client on another, both in this process. */
+    static final class Loopback {
+        private Loopback() {
+        }
+
+        static int run(PingPongOptions o, PrintStream out, PrintStream err, StopSignal stop, boolean terminal) {
+            Device client;
+            Device server;
+            try {
+                client = resolve(o.ibDev);
+                if (o.serverIbDev != null) {
+                    server = resolve(o.serverIbDev);
+                } else {
+                    server = Verbs.devices().stream().filter(d -> !d.name().equals(client.name())).findFirst()
+                            .orElse(client);
+                }
+            } catch (RunException e) {
+                err.println(e.getMessage());
+                return 1;
+            }
+            if (o.gidIndex < 0) {
+                // Devices of a RoCE fabric route by GID, so loopback sends one unless told otherwise.
+                o.gidIndex = 0;
+            }
+            ServerSocket listener;
+            try {
+                listener = PingPongExchange.listen(o.portGiven ? o.port : 0);
+            } catch (PingPongExchange.ExchangeException e) {
+                err.println(e.getMessage());
+                return 1;
+            }
+            PingPongOptions so = copy(o, null, listener.getLocalPort());
+            PingPongOptions co = copy(o, "127.0.0.1", listener.getLocalPort());
+            PrefixStream sOut = new PrefixStream(out, "[server] ");
+            PrefixStream sErr = new PrefixStream(err, "[server] ");
+            PrefixStream cOut = new PrefixStream(out, "[client] ");
+            PrefixStream cErr = new PrefixStream(err, "[client] ");
+            PingPong serverSide = new PingPong(so, sOut, sErr, stop, false);
+            PingPong clientSide = new PingPong(co, cOut, cErr, stop, terminal);
+            int[] rc = new int[2];
+            Thread t = Thread.ofPlatform().name("rdma4j-pingpong-server").start(() -> rc[0] = serverSide.run(server,
+                    listener));
+            rc[1] = clientSide.run(client, null);
+            if (rc[1] != 0 && rc[1] != 130) {
+                // The server may be waiting for a client that will never come.
+                try {
+                    listener.close();
+                } catch (java.io.IOException e) {
+                    // Closing only unblocks accept().
+                }
+            }
+            try {
+                t.join(TimeUnit.SECONDS.toMillis(90));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            if (t.isAlive()) {
+                stop.stop();
+                err.println("[server] did not finish; stopping it");
+                try {
+                    t.join(TimeUnit.SECONDS.toMillis(10));
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            sOut.flush();
+            cOut.flush();
+            sErr.flush();
+            cErr.flush();
+            return rc[1] != 0 ? rc[1] : rc[0];
+        }
+
+        private static PingPongOptions copy(PingPongOptions o, String serverName, int port) {
+            String[] none = {};
+            PingPongOptions c = PingPongOptions.parse(o.kind, none);
+            c.serverName = serverName;
+            c.port = port;
+            c.portGiven = true;
+            c.ibDev = o.ibDev;
+            c.ibPort = o.ibPort;
+            c.size = o.size;
+            c.mtu = o.mtu;
+            c.rxDepth = o.rxDepth;
+            c.iters = o.iters;
+            c.sl = o.sl;
+            c.events = o.events;
+            c.gidIndex = o.gidIndex;
+            c.gidGiven = o.gidGiven;
+            c.numQp = o.numQp;
+            c.validate = o.validate;
+            c.newSend = o.newSend;
+            return c;
+        }
+    }
+
+    /** A line-buffered stream that prefixes each line (loopback's [server]/[client] output). */
+    static final class PrefixStream extends PrintStream {
+        private final PrintStream target;
+        private final String prefix;
+        private final StringBuilder line = new StringBuilder();
+
+        PrefixStream(PrintStream target, String prefix) {
+            super(java.io.OutputStream.nullOutputStream(), true);
+            this.target = target;
+            this.prefix = prefix;
+        }
+
+        @Override
+        public synchronized void write(int b) {
+            if (b == '\n') {
+                emit(true);
+            } else if (b == '\r') {
+                // A progress line: shown as it is, prefixed, without waiting for a newline.
+                if (!line.isEmpty()) {
+                    emit(false);
+                }
+                target.print('\r');
+                target.flush();
+            } else {
+                line.append((char) (b & 0xFF));
+            }
+        }
+
+        @Override
+        public synchronized void write(byte[] b, int off, int len) {
+            for (int i = 0; i < len; i++) {
+                write(b[off + i]);
+            }
+        }
+
+        @Override
+        public synchronized void flush() {
+            target.flush();
+        }
+
+        private void emit(boolean newline) {
+            synchronized (target) {
+                target.print(prefix + line + (newline ? "\n" : ""));
+                target.flush();
+            }
+            line.setLength(0);
+        }
+    }
+}
