@@ -62,6 +62,8 @@ public final class PingPong {
     static final long STALL_NS = TimeUnit.SECONDS.toNanos(30);
     /** Progress is shown on a terminal at most this often. */
     static final long PROGRESS_NS = TimeUnit.SECONDS.toNanos(1);
+    /** In -e mode, how long one wait for a CQ event lasts before Ctrl-C and stalls are checked. */
+    static final Duration EVENT_WAIT = Duration.ofMillis(100);
 
     private final PingPongOptions o;
     private final PrintStream out;
@@ -162,6 +164,21 @@ public final class PingPong {
             out.flush();
             err.println(e.getMessage());
             return 1;
+        } catch (RuntimeException e) {
+            // A provider failure the tool has no words for: still a message and an exit status, not a trace.
+            out.flush();
+            err.println(o.kind.command() + ": unexpected failure: " + e);
+            return 1;
+        } finally {
+            if (listener != null && !listener.isClosed()) {
+                // A server that failed before accepting: refuse the client at once instead of leaving it
+                // connected to a backlog nobody reads.
+                try {
+                    listener.close();
+                } catch (java.io.IOException e) {
+                    // Only unblocks the client.
+                }
+            }
         }
     }
 
@@ -494,7 +511,7 @@ public final class PingPong {
             while (rcnt < iters || scnt < iters) {
                 int ne;
                 if (o.events) {
-                    CompletionQueue ev = channel.getCqEvent(Duration.ofMillis(100));
+                    CompletionQueue ev = channel.getCqEvent(EVENT_WAIT);
                     if (ev == null) {
                         ne = 0;
                     } else {
