@@ -74,7 +74,8 @@ public final class Main {
         s.println("  ib_write_bw --loopback [opts]  perftest's RDMA WRITE bandwidth test, server and client in this process");
         s.println("                                 (ib_write_bw --help lists the perftest flags)");
         s.println("  devices                        list RDMA devices (ibv_devices)");
-        s.println("  devinfo [-d dev] [-i port] [-v] show device and port attributes (ibv_devinfo)");
+        s.println("  devinfo [-v] [-d dev] [-i port]");
+        s.println("                                 show device and port attributes (ibv_devinfo)");
         s.println("  rc_pingpong|ud_pingpong|srq_pingpong [opts] [host]");
         s.println("                                 ibv_*_pingpong: server, or client of <host>; --loopback runs both");
         s.println("                                 here (rc_pingpong --help lists the flags)");
