@@ -424,6 +424,9 @@ public final class PingPong {
             if (global) {
                 av.hopLimit(ud ? 64 : 1).dgid(dgid).sgidIndex(Math.max(o.gidIndex, 0));
             }
+            // On RoCE every packet carries a GRH (IBA annex A16/A17), so an address without one cannot be
+            // used: Linux refuses the RTR transition (observed with rdma_rxe: ibv_rc_pingpong without -g
+            // fails "Failed to modify QP to RTR"). The tool says so itself, whatever the device enforces.
             String noGrh = "(the link layer of " + dev.name() + " port " + o.ibPort + " is Ethernet (RoCE), where every"
                     + " packet carries a GRH (IBA annex A16/A17), but the peer sent no GID: run both sides with"
                     + " -g <gid index>; 'rdma4j devinfo -v' lists the GID table)";
