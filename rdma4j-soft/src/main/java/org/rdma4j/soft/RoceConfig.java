@@ -108,6 +108,9 @@ public record RoceConfig(List<InetAddress> addresses, int udpPort, Mtu activeMtu
         for (InetAddress a : addresses) {
             try {
                 NetworkInterface ni = NetworkInterface.getByInetAddress(a);
+                if (ni == null && a.isLoopbackAddress()) {
+                    ni = loopbackInterface(); // 127.0.0.2 and the rest of 127/8 live on lo without being listed
+                }
                 if (ni != null && ni.getMTU() > 0) {
                     netdev = Math.min(netdev, ni.getMTU());
                 }
@@ -119,6 +122,17 @@ public record RoceConfig(List<InetAddress> addresses, int udpPort, Mtu activeMtu
             netdev = 1500;
         }
         return ibMtuFor(netdev);
+    }
+
+    private static NetworkInterface loopbackInterface() throws SocketException {
+        var it = NetworkInterface.networkInterfaces().iterator();
+        while (it.hasNext()) {
+            NetworkInterface n = it.next();
+            if (n.isLoopback()) {
+                return n;
+            }
+        }
+        return null;
     }
 
     /** rxe eth_mtu_int_to_enum + rxe_set_mtu: the largest IB MTU within netdev MTU - 80, clamped to 256..4096. */

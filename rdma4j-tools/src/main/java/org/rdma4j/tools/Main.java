@@ -52,6 +52,8 @@ public final class Main {
             case "devinfo":
             case "ibv_devinfo":
                 return DevInfo.devinfoMain(rest, out, err);
+            case "link":
+                return LinkCommand.main(rest, out, err);
             case "help":
             case "-h":
             case "--help":
@@ -72,6 +74,7 @@ public final class Main {
         s.println("                                 (ib_write_bw --help lists the perftest flags)");
         s.println("  devices                        list RDMA devices (ibv_devices)");
         s.println("  devinfo [-d dev] [-i port]     show device and port attributes (ibv_devinfo)");
+        s.println("  link [add|delete|show]         configure RoCEv2 devices bound to IP addresses (like rdma link)");
         s.println("  test [mvn args]                run the whole test suite (mvn test; handled by the launcher script)");
         s.println("  build                          rebuild (mvn -DskipTests package; handled by the launcher script)");
         s.println("  java-home                      print the JDK 25 the launcher uses");
