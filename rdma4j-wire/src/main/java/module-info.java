@@ -3,4 +3,5 @@ module org.rdma4j.wire {
     requires transitive org.rdma4j.common;
 
     exports org.rdma4j.wire;
+    exports org.rdma4j.wire.net;
 }

@@ -35,10 +35,18 @@ public final class SoftDevice implements Device {
 
     final SoftFabric fabric;
     private final String name;
-    private final long guid;
+    private volatile long guid;
     private final Gid gid0;
     private volatile PortState portState = PortState.ACTIVE;
-    private final Mtu activeMtu = Mtu.MTU_4096;
+    private volatile Mtu activeMtu = Mtu.MTU_4096;
+    /**
+     * GID table: the fe80:: GID of an in-process device, or the IP addresses of a RoCE device (rxe builds
+     * its table from the netdev's addresses, so a device bound to 127.0.0.1 alone has ::ffff:127.0.0.1 as
+     * GID 0; an interface with a link-local IPv6 address would add that one too).
+     */
+    private volatile Gid[] gids;
+    /** The RoCEv2 link when the device is bound to IP addresses, else null. */
+    private volatile RoceLink roce;
     // Written only under the engine lock; read by anyone (a statistic may lag by a few increments).
     private final long[] counters = new long[SoftCounter.values().length];
     private final CopyOnWriteArrayList<SoftContext> contexts = new CopyOnWriteArrayList<>();
@@ -49,13 +57,17 @@ public final class SoftDevice implements Device {
     private final SplittableRandom keyVariants;
     private final SoftQp[] qps = new SoftQp[MAX_QP + FIRST_QPN];
     private int nextQpn = FIRST_QPN;
+    /** Where this device's engine sends packets (engine lock for writes). */
+    Link link;
 
     SoftDevice(SoftFabric fabric, String name, int index) {
         this.fabric = fabric;
         this.name = name;
         this.guid = 0x0200_00FF_FE00_0000L | ((long) (index + 1) << 8) | 0x01;
         this.gid0 = new Gid(0xFE80_0000_0000_0000L, guid);
+        this.gids = new Gid[] {gid0};
         this.keyVariants = new SplittableRandom(guid ^ System.nanoTime());
+        this.link = fabric.defaultLink();
     }
 
     @Override
@@ -126,11 +138,61 @@ public final class SoftDevice implements Device {
     }
 
     Gid gid(int index) {
-        return index == 0 ? gid0 : Gid.ZERO;
+        Gid[] t = gids;
+        return index >= 0 && index < t.length ? t[index] : Gid.ZERO;
     }
 
     int gidTableLength() {
-        return 1;
+        return gids.length;
+    }
+
+    /** @return whether the GID is in this device's table */
+    boolean ownsGid(Gid g) {
+        for (Gid x : gids) {
+            if (x.equals(g)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * Binds the device to IP addresses (called once by {@link SoftFabric#addRoceDevice}): the GID table
+     * becomes their GIDs and packets to GIDs off the fabric go out as RoCEv2.
+     */
+    void attachRoce(RoceLink link, Mtu mtu) {
+        this.gids = link.gids().toArray(Gid[]::new);
+        this.guid = guidFor(gids[0]);
+        this.activeMtu = mtu;
+        this.roce = link;
+        this.link = link;
+    }
+
+    /**
+     * A node GUID for a RoCE device: the EUI-64 of a locally administered MAC 02:00:a:b:c:d made of the
+     * last four address bytes (rxe derives it from the netdev's MAC, which we do not have), so devices on
+     * different hosts differ.
+     */
+    static long guidFor(Gid g) {
+        long low32 = g.lo() & 0xFFFF_FFFFL;
+        long mac = 0x0200_0000_0000L | low32;
+        long hi24 = (mac >>> 24) ^ 0x02_0000L; // EUI-64: flip the universal/local bit
+        return (hi24 << 40) | (0xFFFEL << 24) | (mac & 0xFF_FFFFL);
+    }
+
+    /** @return whether packets are cut at the path MTU because they may cross a wire */
+    boolean onWire() {
+        return roce != null;
+    }
+
+    /** Counts from a thread that does not hold the engine lock. */
+    void countOutsideEngine(SoftCounter c) {
+        fabric.lockEngine();
+        try {
+            count(c);
+        } finally {
+            fabric.engine.unlock();
+        }
     }
 
     Mtu activeMtu() {
@@ -223,6 +285,10 @@ public final class SoftDevice implements Device {
 
     // ---- receive dispatcher (rxe_recv.c); engine lock held ----
 
+    /**
+     * Takes a packet from a link (rxe_rcv). The packet is valid only during the call: nothing here
+     * keeps a reference to it or to its payload.
+     */
     void receive(Packet p) {
         count(SoftCounter.RCVD_PKTS);
         int mask = p.mask();
@@ -256,6 +322,6 @@ public final class SoftDevice implements Device {
 
     @Override
     public String toString() {
-        return "SoftDevice{" + name + ", gid=" + gid0 + ", mrs=" + Arrays.stream(mrs).filter(m -> m != null).count() + '}';
+        return "SoftDevice{" + name + ", gids=" + Arrays.toString(gids) + (roce != null ? ", " + roce : "") + ", mrs=" + Arrays.stream(mrs).filter(m -> m != null).count() + '}';
     }
 }

@@ -204,7 +204,7 @@ final class SoftQp extends SoftResource implements QueuePair {
 
     /** Bytes per packet on this QP's path: the path MTU on a wire, unlimited in-process. */
     int payloadMax() {
-        return type == QpType.UD ? Integer.MAX_VALUE : fabric.maxPayload(pathMtu.bytes());
+        return type == QpType.UD ? Integer.MAX_VALUE : device.onWire() ? pathMtu.bytes() : fabric.maxPayload(pathMtu.bytes());
     }
 
     // ------------------------------------------------------------------ modify / query

@@ -55,6 +55,8 @@ public final class Main {
             case "devinfo":
             case "ibv_devinfo":
                 return DevInfo.devinfoMain(rest, out, err);
+            case "link":
+                return LinkCommand.main(rest, out, err);
             case "help":
             case "-h":
             case "--help":
@@ -79,6 +81,7 @@ public final class Main {
         s.println("  rc_pingpong|ud_pingpong|srq_pingpong [opts] [host]");
         s.println("                                 ibv_*_pingpong: server, or client of <host>; --loopback runs both");
         s.println("                                 here (rc_pingpong --help lists the flags)");
+        s.println("  link [add|delete|show]         configure RoCEv2 devices bound to IP addresses (like rdma link)");
         s.println("  test [mvn args]                run the whole test suite (mvn test; handled by the launcher script)");
         s.println("  build                          rebuild (mvn -DskipTests package; handled by the launcher script)");
         s.println("  java-home                      print the JDK 25 the launcher uses");

@@ -21,6 +21,8 @@ public enum Errno {
     EINVAL(22),
     /** Not supported by this provider. */
     EOPNOTSUPP(95),
+    /** Cannot assign requested address: a socket could not be bound to the configured address. */
+    EADDRNOTAVAIL(99),
     /** Timed out. */
     ETIMEDOUT(110);
 

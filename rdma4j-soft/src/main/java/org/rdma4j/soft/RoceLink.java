@@ -1,0 +1,346 @@
+package org.rdma4j.soft;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.net.Inet4Address;
+import java.net.InetAddress;
+import java.nio.channels.ClosedChannelException;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.rdma4j.verbs.Errno;
+import org.rdma4j.verbs.Gid;
+import org.rdma4j.verbs.VerbsException;
+import org.rdma4j.wire.AtomicAckEth;
+import org.rdma4j.wire.AtomicEth;
+import org.rdma4j.wire.Bth;
+import org.rdma4j.wire.Deth;
+import org.rdma4j.wire.Icrc;
+import org.rdma4j.wire.PseudoHeader;
+import org.rdma4j.wire.Reth;
+import org.rdma4j.wire.RocePacket;
+import org.rdma4j.wire.RoceParser;
+import org.rdma4j.wire.RoceStatus;
+import org.rdma4j.wire.net.DatagramBatch;
+import org.rdma4j.wire.net.SockAddr;
+import org.rdma4j.wire.net.UdpSocket;
+
+/**
+ * RoCEv2 on UDP (IBA Annex A17): a device's link to the world outside its JVM. Packets for a GID owned by
+ * a device of the same {@link SoftFabric} still take the in-process path; all others are encoded (BTH,
+ * extension headers, payload, pad, ICRC as rdma_rxe computes it) and sent from a socket bound to the
+ * device's address and UDP port. One receive agent per socket ({@code rdma4j-roce-rx-<dev>-v4|v6}) takes
+ * datagrams in batches, validates them (structure and ICRC; drops counted per reason), and hands them to
+ * the receive dispatcher under the engine lock.
+ *
+ * <p>Interop choices (docs/roce-udp.md): IPv4 datagrams leave an unconnected socket with DF set, for which
+ * Linux writes IPv4 ID 0, so our ICRC covers ID 0; received IPv4 packets carry an ID chosen by the peer
+ * (rxe hashes one), which a UDP socket does not show, so the ICRC check solves for it
+ * ({@link RoceParser.IcrcCheck#SOLVE_IPV4_ID}). IPv6 sockets accept UDP checksum 0 (rxe prepare_udp_hdr
+ * sends 0) and send checksum 0 as rxe does. Every packet leaves from the device's port (4791) rather than
+ * rxe's per-QP source port (rxe_qp_init_req hashes the QPN): receivers ignore the source port, and the ICRC
+ * covers the port we really send from.
+ */
+final class RoceLink implements Link {
+    /** Largest datagram we accept: 4096 MTU + the longest header set + pad + ICRC, with room to spare. */
+    private static final int SLOT_BYTES = 8192;
+    private static final int RX_BATCH = 32;
+    private static final long RX_POLL_MS = 100;
+
+    private final SoftDevice device;
+    private final Link local;
+    private final RoceConfig config;
+    private final List<Endpoint> endpoints = new ArrayList<>();
+    private final Endpoint v4;
+    private final Endpoint v6;
+
+    // Transmit state: used under the engine lock only.
+    private final Arena arena = Arena.ofShared();
+    private final MemorySegment txBuf = arena.allocate(SLOT_BYTES * 16L, 64);
+    private final RocePacket txPkt = new RocePacket();
+    private final Icrc txIcrc = new Icrc();
+    private final PseudoHeader txIp = new PseudoHeader();
+    private final Sgl txSgl = new Sgl(1);
+    private final SockAddr txTo = new SockAddr();
+    private Gid txToGid;
+    private volatile boolean closed;
+
+    /** One bound socket and its receive agent. */
+    private final class Endpoint implements Runnable {
+        final InetAddress address;
+        final Gid gid;
+        final UdpSocket socket;
+        final Thread agent;
+        final boolean ipv6;
+
+        Endpoint(InetAddress address) throws IOException {
+            this.address = address;
+            this.gid = Gid.ofInetAddress(address);
+            this.ipv6 = !(address instanceof Inet4Address);
+            this.socket = UdpSocket.open(address, config.udpPort());
+            if (ipv6) {
+                socket.setZeroChecksumReceive(true); // rxe sends IPv6 UDP with checksum 0
+                socket.setZeroChecksumSend(true);
+            }
+            socket.setReceiveBufferSize(4 << 20);
+            socket.setSendBufferSize(4 << 20);
+            socket.setReceiveTimeout(RX_POLL_MS);
+            this.agent = Thread.ofPlatform().daemon().name("rdma4j-roce-rx-" + device.name() + (ipv6 ? "-v6" : "-v4"))
+                    .unstarted(this);
+        }
+
+        @Override
+        public void run() {
+            DatagramBatch batch = new DatagramBatch(RX_BATCH, SLOT_BYTES);
+            RoceParser parser = new RoceParser(RoceParser.IcrcCheck.SOLVE_IPV4_ID);
+            RocePacket pkt = new RocePacket();
+            PseudoHeader ip = new PseudoHeader();
+            Packet p = new Packet();
+            Sgl payload = new Sgl(1);
+            SockAddr lastFrom = new SockAddr();
+            Gid lastFromGid = null;
+            while (!closed) {
+                int n;
+                try {
+                    n = socket.receiveBatch(batch);
+                } catch (ClosedChannelException e) {
+                    return;
+                } catch (IOException e) {
+                    if (closed) {
+                        return;
+                    }
+                    device.countOutsideEngine(SoftCounter.ROCE_RX_ERRORS);
+                    continue;
+                }
+                if (n == 0) {
+                    continue;
+                }
+                device.fabric.lockEngine();
+                try {
+                    for (int i = 0; i < n; i++) {
+                        SockAddr from = batch.address(i);
+                        if (batch.truncated(i)) {
+                            device.count(SoftCounter.DROP_MALFORMED);
+                            continue;
+                        }
+                        if (ipv6 != from.isIpv6()) {
+                            device.count(SoftCounter.DROP_MALFORMED);
+                            continue;
+                        }
+                        if (lastFromGid == null || !lastFrom.equals(from)) {
+                            lastFrom.set(from);
+                            byte[] g = new byte[16];
+                            from.copyGidTo(g, 0);
+                            lastFromGid = Gid.of(g);
+                        }
+                        fill(ip, lastFromGid, gid, from.port(), config.udpPort());
+                        MemorySegment buf = batch.buffer(i);
+                        RoceStatus st = parser.parse(pkt, buf, 0, batch.length(i), ip);
+                        if (st != RoceStatus.OK) {
+                            device.count(st == RoceStatus.BAD_ICRC ? SoftCounter.ICRC_ERROR : SoftCounter.DROP_MALFORMED);
+                            continue;
+                        }
+                        decode(pkt, p, payload);
+                        p.sgid = lastFromGid;
+                        p.dgid = gid;
+                        device.receive(p);
+                    }
+                } catch (RuntimeException e) {
+                    // A bug must not kill the agent: count it; the protocol recovers what it can.
+                    device.count(SoftCounter.ROCE_RX_ERRORS);
+                } finally {
+                    device.fabric.engine.unlock();
+                }
+            }
+        }
+    }
+
+    RoceLink(SoftDevice device, Link local, RoceConfig config) {
+        this.device = device;
+        this.local = local;
+        this.config = config;
+        Endpoint e4 = null;
+        Endpoint e6 = null;
+        try {
+            for (InetAddress a : config.addresses()) {
+                Endpoint e = new Endpoint(a);
+                endpoints.add(e);
+                if (e.ipv6) {
+                    e6 = e;
+                } else {
+                    e4 = e;
+                }
+            }
+        } catch (IOException e) {
+            close();
+            throw new VerbsException(Errno.EADDRNOTAVAIL, "cannot bind RoCE device " + device.name() + " to UDP port "
+                    + config.udpPort() + " on " + config.addresses() + ": " + e.getMessage()
+                    + " (is the address configured on an interface, or is rdma_rxe using the port?)");
+        }
+        this.v4 = e4;
+        this.v6 = e6;
+    }
+
+    /** Starts the receive agents (after the device is registered on its fabric). */
+    void start() {
+        for (Endpoint e : endpoints) {
+            e.agent.start();
+        }
+    }
+
+    /** @return the GIDs of the bound addresses, in configuration order */
+    List<Gid> gids() {
+        List<Gid> l = new ArrayList<>();
+        for (Endpoint e : endpoints) {
+            l.add(e.gid);
+        }
+        return l;
+    }
+
+    private static void fill(PseudoHeader ip, Gid src, Gid dst, int srcPort, int dstPort) {
+        if (src.isIpv4Mapped()) {
+            ip.ipv4((int) src.lo(), (int) dst.lo()).ipId(0);
+        } else {
+            ip.ipv6(src.hi(), src.lo(), dst.hi(), dst.lo());
+        }
+        ip.ports(srcPort, dstPort);
+    }
+
+    @Override
+    public void send(SoftDevice from, Packet p) {
+        if (p.route != null || device.fabric.deviceFor(p.dgid) != null) {
+            local.send(from, p);
+            return;
+        }
+        Gid sgid = p.sgid;
+        Endpoint ep = sgid == null ? null : sgid.isIpv4Mapped() ? v4 : v6;
+        if (ep == null || !ep.gid.equals(sgid) || p.dgid == null || p.dgid.isIpv4Mapped() != sgid.isIpv4Mapped()) {
+            // rxe prepare4/prepare6 need a route from SGID to DGID; the link-local GID 0 has none here
+            from.count(SoftCounter.DROP_NO_ROUTE);
+            return;
+        }
+        int len = txPkt.build(txBuf, 0, p.opcode, p.payloadLen);
+        Bth bth = txPkt.bth();
+        // rxe init_req_packet / prepare_ack_packet: MigReq 0, default P_Key, TVer 0
+        bth.solicited(p.solicited).destQp(p.destQpn).ackReq(p.ackReq).psn(p.psn).pkey(p.pkey);
+        int m = txPkt.mask();
+        if ((m & org.rdma4j.wire.RoceOpcode.M_RETH) != 0) {
+            Reth r = txPkt.reth();
+            r.va(p.va).rkey(p.rkey).dmaLength(p.dmaLen);
+        }
+        if ((m & org.rdma4j.wire.RoceOpcode.M_ATMETH) != 0) {
+            AtomicEth a = txPkt.atomicEth();
+            a.va(p.va).rkey(p.rkey).swapAdd(p.swapAdd).compare(p.compare);
+        }
+        if ((m & org.rdma4j.wire.RoceOpcode.M_IMMDT) != 0) {
+            txPkt.immDt().imm(p.imm);
+        }
+        if ((m & org.rdma4j.wire.RoceOpcode.M_AETH) != 0) {
+            txPkt.aeth().syndrome(p.syndrome).msn(p.msn);
+        }
+        if ((m & org.rdma4j.wire.RoceOpcode.M_ATMACK) != 0) {
+            AtomicAckEth a = txPkt.atomicAckEth();
+            a.origRemoteData(p.origValue);
+        }
+        if ((m & org.rdma4j.wire.RoceOpcode.M_DETH) != 0) {
+            Deth d = txPkt.deth();
+            d.qkey(p.qkey).srcQp(p.srcQpn);
+        }
+        if (p.payloadLen > 0) {
+            txSgl.set(txBuf, txPkt.payloadOffset(), p.payloadLen);
+            Sgl.transfer(p.payload, p.payloadOff, txSgl, 0, p.payloadLen);
+        }
+        fill(txIp, sgid, p.dgid, ep.socket.localPort(), config.udpPort());
+        txPkt.seal(txIcrc, txIp);
+        if (!p.dgid.equals(txToGid)) {
+            txTo.set(p.dgid.toInetAddress(), config.udpPort());
+            txToGid = p.dgid;
+        }
+        try {
+            ep.socket.setTrafficClass(p.trafficClass);
+            if (ep.socket.send(txBuf.asSlice(0, len), txTo) < 0) {
+                from.count(SoftCounter.ROCE_TX_ERRORS);
+            }
+        } catch (IOException e) {
+            // the peer's port may be closed (ICMP unreachable shows as ECONNREFUSED): the packet is lost;
+            // RC retransmits it
+            from.count(SoftCounter.ROCE_TX_ERRORS);
+        }
+    }
+
+    /** Copies the received headers into the engine's packet; the payload refers to the receive buffer. */
+    private static void decode(RocePacket pkt, Packet p, Sgl payload) {
+        p.route = null;
+        Bth bth = pkt.bth();
+        p.opcode = bth.opcode();
+        p.solicited = bth.solicited();
+        p.pkey = bth.pkey();
+        p.destQpn = bth.destQp();
+        p.ackReq = bth.ackReq();
+        p.psn = bth.psn();
+        p.hopLimit = 64;
+        p.trafficClass = 0;
+        int m = pkt.mask();
+        if ((m & org.rdma4j.wire.RoceOpcode.M_RETH) != 0) {
+            Reth r = pkt.reth();
+            p.va = r.va();
+            p.rkey = r.rkey();
+            p.dmaLen = r.dmaLength();
+        }
+        if ((m & org.rdma4j.wire.RoceOpcode.M_ATMETH) != 0) {
+            AtomicEth a = pkt.atomicEth();
+            p.va = a.va();
+            p.rkey = a.rkey();
+            p.swapAdd = a.swapAdd();
+            p.compare = a.compare();
+        }
+        if ((m & org.rdma4j.wire.RoceOpcode.M_IMMDT) != 0) {
+            p.imm = pkt.immDt().imm();
+        }
+        if ((m & org.rdma4j.wire.RoceOpcode.M_AETH) != 0) {
+            p.syndrome = pkt.aeth().syndrome();
+            p.msn = pkt.aeth().msn();
+        }
+        if ((m & org.rdma4j.wire.RoceOpcode.M_ATMACK) != 0) {
+            p.origValue = pkt.atomicAckEth().origRemoteData();
+        }
+        if ((m & org.rdma4j.wire.RoceOpcode.M_DETH) != 0) {
+            Deth d = pkt.deth();
+            p.qkey = d.qkey();
+            p.srcQpn = d.srcQp();
+        }
+        int len = pkt.payloadLength();
+        if (len > 0) {
+            payload.set(pkt.segment(), pkt.payloadOffset(), len);
+            p.payload = payload;
+        } else {
+            p.payload = null;
+        }
+        p.payloadOff = 0;
+        p.payloadLen = len;
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        for (Endpoint e : endpoints) {
+            e.socket.close();
+        }
+        for (Endpoint e : endpoints) {
+            if (e.agent.isAlive() && e.agent != Thread.currentThread()) {
+                try {
+                    e.agent.join(2_000);
+                } catch (InterruptedException ie) {
+                    Thread.currentThread().interrupt();
+                    return;
+                }
+            }
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "RoCEv2/UDP " + config.addresses() + " port " + config.udpPort();
+    }
+}

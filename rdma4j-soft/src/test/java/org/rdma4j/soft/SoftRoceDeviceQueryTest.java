@@ -1,0 +1,13 @@
+package org.rdma4j.soft;
+
+import org.rdma4j.common.ManualClock;
+import org.rdma4j.testkit.AbstractDeviceQueryTest;
+import org.rdma4j.testkit.Fabric;
+
+/** The conformance suite {@link AbstractDeviceQueryTest} on two RoCEv2 devices bound to loopback addresses. */
+class SoftRoceDeviceQueryTest extends AbstractDeviceQueryTest {
+    @Override
+    protected Fabric createFabric(ManualClock clock) {
+        return new SoftRoceTestFabric(clock);
+    }
+}

@@ -1,0 +1,13 @@
+package org.rdma4j.soft;
+
+import org.rdma4j.common.ManualClock;
+import org.rdma4j.testkit.AbstractOwnershipTest;
+import org.rdma4j.testkit.Fabric;
+
+/** The conformance suite {@link AbstractOwnershipTest} on two RoCEv2 devices bound to loopback addresses. */
+class SoftRoceOwnershipTest extends AbstractOwnershipTest {
+    @Override
+    protected Fabric createFabric(ManualClock clock) {
+        return new SoftRoceTestFabric(clock);
+    }
+}

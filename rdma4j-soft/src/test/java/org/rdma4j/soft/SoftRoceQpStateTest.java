@@ -1,0 +1,13 @@
+package org.rdma4j.soft;
+
+import org.rdma4j.common.ManualClock;
+import org.rdma4j.testkit.AbstractQpStateTest;
+import org.rdma4j.testkit.Fabric;
+
+/** The conformance suite {@link AbstractQpStateTest} between two RoCEv2 devices that meet only through UDP on loopback. */
+class SoftRoceQpStateTest extends AbstractQpStateTest {
+    @Override
+    protected Fabric createFabric(ManualClock clock) {
+        return new SoftRoceTestFabric(clock);
+    }
+}

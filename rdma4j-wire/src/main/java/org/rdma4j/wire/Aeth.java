@@ -1,0 +1,78 @@
+package org.rdma4j.wire;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * Flyweight over an ACK Extended Transport Header (IBA 9.3.5, 4 bytes): {@code 0 Syndrome, 1-3 MSN}.
+ * The syndrome's bits 6..5 give the kind (00 ACK, 01 RNR NAK, 11 NAK; IBA table 44) and bits 4..0 the
+ * credit count, RNR timer or NAK code. Not thread-safe.
+ */
+public final class Aeth {
+    /** Length of the AETH in bytes. */
+    public static final int LENGTH = 4;
+    /** Syndrome bits 6..5 = 00: ACK; bits 4..0 a credit count. */
+    public static final int ACK = 0x00;
+    /** Syndrome bits 6..5 = 01: RNR NAK; bits 4..0 the RNR timer code. */
+    public static final int RNR_NAK = 0x20;
+    /** Syndrome bits 6..5 = 11: NAK; bits 4..0 the NAK code. */
+    public static final int NAK = 0x60;
+    /** ACK credit code 0x1F: "invalid credit count", what rxe always sends (no end-to-end flow control). */
+    public static final int CREDITS_INVALID = 0x1F;
+    /** NAK code 0: PSN sequence error. */
+    public static final int NAK_PSN_SEQUENCE_ERROR = 0;
+    /** NAK code 1: invalid request. */
+    public static final int NAK_INVALID_REQUEST = 1;
+    /** NAK code 2: remote access error. */
+    public static final int NAK_REMOTE_ACCESS_ERROR = 2;
+    /** NAK code 3: remote operational error. */
+    public static final int NAK_REMOTE_OPERATIONAL_ERROR = 3;
+    /** NAK code 4: invalid RD request. */
+    public static final int NAK_INVALID_RD_REQUEST = 4;
+
+    private MemorySegment seg;
+    private long off;
+
+    /** @param segment memory @param offset offset of the header @return this */
+    public Aeth wrap(MemorySegment segment, long offset) {
+        this.seg = segment;
+        this.off = offset;
+        return this;
+    }
+
+    /** @return the offset of the header in the segment */
+    public long offset() {
+        return off;
+    }
+
+    /** @return the syndrome byte (bit 7 reserved) */
+    public int syndrome() {
+        return Be.u8(seg, off);
+    }
+
+    /** @param v syndrome @return this */
+    public Aeth syndrome(int v) {
+        Be.u8(seg, off, v);
+        return this;
+    }
+
+    /** @return the kind of the syndrome: {@link #ACK}, {@link #RNR_NAK}, {@link #NAK} or 0x40 (reserved) */
+    public int kind() {
+        return syndrome() & 0x60;
+    }
+
+    /** @return syndrome bits 4..0: credit code, RNR timer code or NAK code */
+    public int code() {
+        return syndrome() & 0x1F;
+    }
+
+    /** @return MSN: message sequence number (24 bits) */
+    public int msn() {
+        return Be.u24(seg, off + 1);
+    }
+
+    /** @param v MSN (24 bits) @return this */
+    public Aeth msn(int v) {
+        Be.u24(seg, off + 1, v & 0xFF_FFFF);
+        return this;
+    }
+}

@@ -1,0 +1,35 @@
+package org.rdma4j.wire;
+
+import java.lang.foreign.MemorySegment;
+
+/** Flyweight over an Atomic Acknowledge Extended Transport Header (IBA 9.3.6, 8 bytes): the original remote data. */
+public final class AtomicAckEth {
+    /** Length of the AtomicAckETH in bytes. */
+    public static final int LENGTH = 8;
+
+    private MemorySegment seg;
+    private long off;
+
+    /** @param segment memory @param offset offset of the header @return this */
+    public AtomicAckEth wrap(MemorySegment segment, long offset) {
+        this.seg = segment;
+        this.off = offset;
+        return this;
+    }
+
+    /** @return the offset of the header in the segment */
+    public long offset() {
+        return off;
+    }
+
+    /** @return the value the target held before the atomic operation */
+    public long origRemoteData() {
+        return Be.i64(seg, off);
+    }
+
+    /** @param v original remote data @return this */
+    public AtomicAckEth origRemoteData(long v) {
+        Be.i64(seg, off, v);
+        return this;
+    }
+}

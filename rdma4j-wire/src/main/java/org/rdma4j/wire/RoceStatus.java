@@ -1,0 +1,32 @@
+package org.rdma4j.wire;
+
+/**
+ * Outcome of parsing a RoCEv2 packet: {@link #OK}, or the reason it is dropped. {@link RoceParser} keeps a
+ * counter per value. Every reason is one rxe also drops for (the rxe function is named on each).
+ */
+public enum RoceStatus {
+    /** Valid: headers, lengths, pad and ICRC check out. */
+    OK,
+    /** Shorter than BTH + the opcode's extension headers + pad + ICRC (rxe_rcv / hdr_check: paylen too small). */
+    TOO_SHORT,
+    /** BTH TVer is not 0 (IBA 9.2: only version 0 is defined; rxe_recv.c hdr_check "bad tver"). */
+    BAD_VERSION,
+    /** An opcode rxe has no rxe_opcode[] entry for (RD, XRC, reserved values). */
+    UNKNOWN_OPCODE,
+    /**
+     * Lengths that no conforming sender produces: a packet length that is not a multiple of 4 (IBA 9.2: the
+     * payload is padded to a 4-byte multiple), a payload on an opcode that carries none, an empty FIRST,
+     * MIDDLE or LAST, or an ATOMIC_WRITE payload other than 8 bytes.
+     */
+    BAD_LENGTH,
+    /** PadCnt larger than the payload, or pad on a FIRST/MIDDLE packet (IBA 9.3.1; rxe_resp check_length). */
+    BAD_PAD,
+    /** The ICRC does not match (rxe_icrc_check). */
+    BAD_ICRC,
+    /** A valid RoCEv2 congestion notification packet (A17.9.3): rxe has no opcode for it and drops it. */
+    CNP,
+    /** Full IP packets only: not IPv4 without options or IPv6, a fragment, a bad IPv4 checksum or inconsistent lengths. */
+    BAD_IP,
+    /** Full IP packets only: not UDP, or not to UDP port 4791. */
+    NOT_ROCE
+}
