@@ -93,13 +93,50 @@ public final class Gids {
         }
     }
 
-    /** @param gid 16 bytes @return inet_ntop-like text, {@code ::ffff:a.b.c.d} for IPv4-mapped GIDs */
+    /**
+     * @param gid 16 bytes
+     * @return the text inet_ntop(AF_INET6) gives (RFC 5952: lower-case hex, the longest run of two or more zero
+     *         groups as "::"), with {@code ::ffff:a.b.c.d} for IPv4-mapped GIDs, as ibv_rc_pingpong prints GIDs
+     */
     public static String toString(byte[] gid) {
         check(gid);
         if (isIpv4Mapped(gid)) {
             return "::ffff:" + (gid[12] & 0xFF) + "." + (gid[13] & 0xFF) + "." + (gid[14] & 0xFF) + "." + (gid[15] & 0xFF);
         }
-        return toInetAddress(gid).getHostAddress();
+        int[] g = new int[8];
+        for (int i = 0; i < 8; i++) {
+            g[i] = ((gid[2 * i] & 0xFF) << 8) | (gid[2 * i + 1] & 0xFF);
+        }
+        int bestAt = -1;
+        int bestLen = 1; // a single zero group is not compressed
+        for (int i = 0; i < 8; ) {
+            if (g[i] != 0) {
+                i++;
+                continue;
+            }
+            int j = i;
+            while (j < 8 && g[j] == 0) {
+                j++;
+            }
+            if (j - i > bestLen) {
+                bestAt = i;
+                bestLen = j - i;
+            }
+            i = j;
+        }
+        StringBuilder b = new StringBuilder(39);
+        for (int i = 0; i < 8; i++) {
+            if (i == bestAt) {
+                b.append("::");
+                i += bestLen - 1;
+                continue;
+            }
+            if (b.length() > 0 && b.charAt(b.length() - 1) != ':') {
+                b.append(':');
+            }
+            b.append(Integer.toHexString(g[i]));
+        }
+        return b.toString();
     }
 
     /** @param gid 16 bytes @return the high 64 bits, big-endian */
