@@ -189,4 +189,20 @@ class HeaderCodecTest {
         assertEquals(0x20, u.length());
         assertEquals(0, u.checksum());
     }
+
+    @Test
+    void udpChecksumMatchesV9sKnownValue() {
+        // roce-wire.md 3.2: V9 carried with UDP checksum 0xB530 had the same ICRC: that checksum is the right one
+        MemorySegment v9 = TestPackets.hex(IcrcTest.V9);
+        PseudoHeader ip = new PseudoHeader().from(new Ipv6Header().wrap(v9, 0), new UdpHeader().wrap(v9, 40));
+        assertEquals(0xB530, new UdpHeader().wrap(v9, 40).computeChecksum(ip, v9, 48));
+        // IPv4: verify by the receiver's rule, the sum over everything including the checksum is 0xFFFF
+        MemorySegment v3 = TestPackets.hex(IcrcTest.V3);
+        UdpHeader u = new UdpHeader().wrap(v3, 20);
+        PseudoHeader ip4 = new PseudoHeader().from(new Ipv4Header().wrap(v3, 0), u);
+        int c = u.computeChecksum(ip4, v3, 28);
+        u.checksum(c);
+        u.checksum(0);
+        assertEquals(c, u.computeChecksum(ip4, v3, 28), "the stored checksum field does not feed the sum");
+    }
 }
