@@ -3,8 +3,8 @@ package org.rdma4j.wire;
 import java.lang.foreign.MemorySegment;
 
 /**
- * Flyweight over an ACK Extended Transport Header (IBA 9.3.5, 4 bytes): {@code 0 Syndrome, 1-3 MSN}.
- * The syndrome's bits 6..5 give the kind (00 ACK, 01 RNR NAK, 11 NAK; IBA table 44) and bits 4..0 the
+ * Flyweight over an ACK Extended Transport Header (IBA 9.3; rxe_hdr.h struct rxe_aeth; 4 bytes): {@code 0 Syndrome, 1-3 MSN}.
+ * The syndrome's bits 6..5 give the kind (00 ACK, 01 RNR NAK, 11 NAK; rxe_hdr.h enum aeth_syndrome) and bits 4..0 the
  * credit count, RNR timer or NAK code. Not thread-safe.
  */
 public final class Aeth {

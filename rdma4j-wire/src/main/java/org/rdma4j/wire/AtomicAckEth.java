@@ -2,7 +2,7 @@ package org.rdma4j.wire;
 
 import java.lang.foreign.MemorySegment;
 
-/** Flyweight over an Atomic Acknowledge Extended Transport Header (IBA 9.3.6, 8 bytes): the original remote data. */
+/** Flyweight over an Atomic Acknowledge Extended Transport Header (IBA 9.3; rxe_hdr.h struct rxe_atmack; 8 bytes): the original remote data. */
 public final class AtomicAckEth {
     /** Length of the AtomicAckETH in bytes. */
     public static final int LENGTH = 8;

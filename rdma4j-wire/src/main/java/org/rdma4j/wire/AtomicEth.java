@@ -3,7 +3,7 @@ package org.rdma4j.wire;
 import java.lang.foreign.MemorySegment;
 
 /**
- * Flyweight over an Atomic Extended Transport Header (IBA 9.3.3.2, 28 bytes): {@code 0-7 VA, 8-11 R_Key,
+ * Flyweight over an Atomic Extended Transport Header (IBA 9.3; rxe_hdr.h struct rxe_atmeth, packed; 28 bytes): {@code 0-7 VA, 8-11 R_Key,
  * 12-19 Swap (CmpSwap) or Add (FetchAdd) data, 20-27 Compare data}. Not thread-safe.
  */
 public final class AtomicEth {

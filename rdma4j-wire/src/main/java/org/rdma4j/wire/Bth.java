@@ -15,7 +15,7 @@ import java.lang.foreign.MemorySegment;
 public final class Bth {
     /** Length of the BTH in bytes. */
     public static final int LENGTH = 12;
-    /** The only transport header version defined (IBA 9.2.1, C9-2); rxe drops others ("bad tver"). */
+    /** The only transport header version defined (IBA 9.2); rxe drops others (rxe_recv.c hdr_check "bad tver"). */
     public static final int TVER = 0;
     /** The default (full-member) partition key; rxe sends it and accepts keys that match it (pkey_match). */
     public static final int DEFAULT_PKEY = 0xFFFF;

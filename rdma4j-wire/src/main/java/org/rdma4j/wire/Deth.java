@@ -2,11 +2,11 @@ package org.rdma4j.wire;
 
 import java.lang.foreign.MemorySegment;
 
-/** Flyweight over a Datagram Extended Transport Header (IBA 9.3.2, 8 bytes): {@code 0-3 Q_Key, 4 reserved, 5-7 SrcQP}. */
+/** Flyweight over a Datagram Extended Transport Header (IBA 9.3; rxe_hdr.h struct rxe_deth; 8 bytes): {@code 0-3 Q_Key, 4 reserved, 5-7 SrcQP}. */
 public final class Deth {
     /** Length of the DETH in bytes. */
     public static final int LENGTH = 8;
-    /** The Q_Key of the general services interface QP1 (IBA 13.5.3.3); CM MADs carry it. */
+    /** The Q_Key of the general services interface QP1 (IBA management chapter; rxe check_keys uses it for QP1); CM MADs carry it. */
     public static final int GSI_QKEY = 0x80010000;
 
     private MemorySegment seg;

@@ -2,7 +2,7 @@ package org.rdma4j.wire;
 
 import java.lang.foreign.MemorySegment;
 
-/** Flyweight over the Invalidate Extended Transport Header (IBA 9.3.7, 4 bytes): the R_Key to invalidate. */
+/** Flyweight over the Invalidate Extended Transport Header (IBA 9.3; rxe_hdr.h struct rxe_ieth; 4 bytes): the R_Key to invalidate. */
 public final class Ieth {
     /** Length of the IETH in bytes. */
     public static final int LENGTH = 4;

@@ -3,7 +3,7 @@ package org.rdma4j.wire;
 import java.lang.foreign.MemorySegment;
 
 /**
- * Flyweight over the Immediate Data header (IBA 9.3.4, 4 bytes). The 32 bits are opaque: they travel
+ * Flyweight over the Immediate Data header (IBA 9.3; rxe_hdr.h struct rxe_immdt; 4 bytes). The 32 bits are opaque: they travel
  * unchanged from the sender's work request to the receiver's completion (a {@code __be32} in verbs).
  */
 public final class ImmDt {

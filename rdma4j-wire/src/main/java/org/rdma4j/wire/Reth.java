@@ -3,7 +3,7 @@ package org.rdma4j.wire;
 import java.lang.foreign.MemorySegment;
 
 /**
- * Flyweight over an RDMA Extended Transport Header (IBA 9.3.3.1, 16 bytes): {@code 0-7 VA, 8-11 R_Key,
+ * Flyweight over an RDMA Extended Transport Header (IBA 9.3; rxe_hdr.h struct rxe_reth; 16 bytes): {@code 0-7 VA, 8-11 R_Key,
  * 12-15 DMA Length}. Carried by RDMA WRITE FIRST/ONLY, READ REQUEST, ATOMIC_WRITE and FLUSH. Not thread-safe.
  */
 public final class Reth {

@@ -9,7 +9,7 @@ package org.rdma4j.wire;
  *
  * <p>The opcode's top three bits are the transport (RC 0x00, UC 0x20, RD 0x40, UD 0x60, CNP 0x80 block,
  * XRC 0xA0), the low five the operation. Extension headers always follow the BTH in the IBA order DETH,
- * FETH, RETH | AtomicETH | AETH, AtomicAckETH, ImmDt | IETH (IBA 9.2 figure "IBA packet format"; the
+ * FETH, RETH | AtomicETH | AETH, AtomicAckETH, ImmDt | IETH (IBA 9.2 and 9.3; the
  * offsets in rxe_opcode.c agree), so {@link #offset} is computed from the mask.
  */
 public final class RoceOpcode {
@@ -152,7 +152,7 @@ public final class RoceOpcode {
         }
         def(RC | READ_REQUEST, "RC_RDMA_READ_REQUEST", M_REQ | M_START | M_END | M_READ | M_RETH);
         def(RC | READ_RESPONSE_FIRST, "RC_RDMA_READ_RESPONSE_FIRST", M_ACK | M_START | M_PAYLOAD | M_AETH);
-        // IBA 9.3.5 / rxe_opcode.c: a READ response MIDDLE carries no AETH.
+        // rxe_opcode.c (and IBA 9.2): a READ response MIDDLE carries no AETH.
         def(RC | READ_RESPONSE_MIDDLE, "RC_RDMA_READ_RESPONSE_MIDDLE", M_ACK | M_MIDDLE | M_PAYLOAD);
         def(RC | READ_RESPONSE_LAST, "RC_RDMA_READ_RESPONSE_LAST", M_ACK | M_END | M_PAYLOAD | M_AETH);
         def(RC | READ_RESPONSE_ONLY, "RC_RDMA_READ_RESPONSE_ONLY", M_ACK | M_START | M_END | M_PAYLOAD | M_AETH);

@@ -114,7 +114,7 @@ public final class RocePacket {
                 return RoceStatus.BAD_LENGTH;
             }
         } else if ((mask & M_END) == 0 && pad != 0) {
-            // only the last packet of a message may be short, so only it has pad (IBA 9.3.1; rxe check_length)
+            // only the last packet of a message may be short, so only it has pad (IBA 9.2 PadCnt; rxe_resp.c rxe_resp_check_length)
             return RoceStatus.BAD_PAD;
         } else if ((mask & (M_START | M_END)) != (M_START | M_END) && payloadLength == 0) {
             // FIRST/MIDDLE carry exactly the path MTU and LAST at least one byte (a message of k*MTU bytes

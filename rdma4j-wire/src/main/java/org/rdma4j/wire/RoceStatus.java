@@ -19,7 +19,7 @@ public enum RoceStatus {
      * MIDDLE or LAST, or an ATOMIC_WRITE payload other than 8 bytes.
      */
     BAD_LENGTH,
-    /** PadCnt larger than the payload, or pad on a FIRST/MIDDLE packet (IBA 9.3.1; rxe_resp check_length). */
+    /** PadCnt larger than the payload, or pad on a FIRST/MIDDLE packet (IBA 9.2 PadCnt; rxe_resp.c rxe_resp_check_length). */
     BAD_PAD,
     /** The ICRC does not match (rxe_icrc_check). */
     BAD_ICRC,

@@ -110,4 +110,59 @@ final class Fuzz {
             throw new AssertionError(what + ": opcode changed");
         }
     }
+
+    /** A valid random packet framed in IPv4 or IPv6 + UDP, mutated 0..3 times anywhere, through parseIpPacket. */
+    void mutatedIp(long seed) {
+        Random r = new Random(seed);
+        String what = "mutated IP packet, seed " + seed + "L";
+        int op = TestPackets.OPCODES[r.nextInt(TestPackets.OPCODES.length)];
+        PseudoHeader ip = TestPackets.randomIp(r);
+        byte[] bytes = new byte[200];
+        MemorySegment s = MemorySegment.ofArray(bytes);
+        int ipLen = ip.ipHeaderLength();
+        int len = TestPackets.randomPacket(new RocePacket(), s.asSlice(ipLen + UdpHeader.LENGTH), op, r, ip, icrc);
+        int udpLen = UdpHeader.LENGTH + len;
+        if (ip.isIpv6()) {
+            new Ipv6Header().wrap(s, 0).init(udpLen, r.nextInt(256), r.nextInt(256), Gids.of(ip.ipv6SourceHi(),
+                    ip.ipv6SourceLo()), Gids.of(ip.ipv6DestinationHi(), ip.ipv6DestinationLo()));
+        } else {
+            new Ipv4Header().wrap(s, 0).init(udpLen, ip.ipId(), r.nextInt(256), ip.ipv4Source(), ip.ipv4Destination());
+        }
+        new UdpHeader().wrap(s, ipLen).sourcePort(ip.sourcePort()).destinationPort(ip.destinationPort()).length(udpLen);
+        int total = ipLen + udpLen + r.nextInt(8); // sometimes Ethernet-style trailing bytes
+        int mutations = r.nextInt(4);
+        for (int i = 0; i < mutations; i++) {
+            int at = r.nextInt(Math.max(1, total));
+            switch (r.nextInt(4)) {
+                case 0 -> bytes[at] ^= (byte) (1 << r.nextInt(8));
+                case 1 -> bytes[at] = (byte) r.nextInt();
+                case 2 -> total = r.nextInt(total + 1);
+                default -> bytes[r.nextInt(ipLen + UdpHeader.LENGTH)] = (byte) r.nextInt(); // IP/UDP header
+            }
+        }
+        if (!ip.isIpv6() && r.nextBoolean() && total >= Ipv4Header.LENGTH) {
+            new Ipv4Header().wrap(s, 0).updateChecksum(); // so mutations get past the header checksum
+        }
+        long before = exact.accepted() + exact.dropped();
+        RoceStatus st;
+        try {
+            st = exact.parseIpPacket(pkt, s, 0, total);
+        } catch (RuntimeException | Error e) {
+            throw new AssertionError(what + ": parseIpPacket threw on " + TestPackets.hex(s, 0, total), e);
+        }
+        if (exact.accepted() + exact.dropped() != before + 1) {
+            throw new AssertionError(what + ": status " + st + " not counted exactly once");
+        }
+        if (st == RoceStatus.OK || st == RoceStatus.CNP) {
+            accepted++;
+            PseudoHeader got = exact.ipFields();
+            MemorySegment again = TestPackets.reencode(pkt, got, icrc);
+            int n = pkt.length();
+            long cmp = TestPackets.padIsZero(pkt) ? n : pkt.payloadOffset() + pkt.payloadLength() - pkt.offset();
+            long mismatch = MemorySegment.mismatch(s, pkt.offset(), pkt.offset() + cmp, again, 0, cmp);
+            if (mismatch != -1) {
+                throw new AssertionError(what + ": accepted " + pkt + " re-encodes differently at byte " + mismatch);
+            }
+        }
+    }
 }

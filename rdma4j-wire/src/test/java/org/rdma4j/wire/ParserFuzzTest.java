@@ -24,6 +24,19 @@ class ParserFuzzTest {
         fuzz.mutated(seed);
     }
 
+    @Property(tries = 2000)
+    void mutatedIpPacketsAreAcceptedOrCounted(@ForAll long seed) {
+        fuzz.mutatedIp(seed);
+    }
+
+    @Property(tries = 1000)
+    void randomIpBytesAreAcceptedOrCounted(@ForAll @Size(max = 120) byte[] bytes) {
+        java.lang.foreign.MemorySegment s = java.lang.foreign.MemorySegment.ofArray(bytes);
+        long before = fuzz.exact.accepted() + fuzz.exact.dropped();
+        fuzz.exact.parseIpPacket(fuzz.pkt, s, 0, bytes.length);
+        org.junit.jupiter.api.Assertions.assertEquals(before + 1, fuzz.exact.accepted() + fuzz.exact.dropped());
+    }
+
     @Property(tries = 200)
     void unmutatedPacketsAreAlwaysAccepted(@ForAll long seed) {
         // the oracle's control: with no mutation at all, everything must come back OK
@@ -42,7 +55,7 @@ class ParserFuzzTest {
     void mutationsReachEveryVerdict() {
         // guards the fuzzer against going shallow: fixed seeds must produce every UDP-level status
         Fuzz f = new Fuzz();
-        for (long seed = 0; seed < 20_000; seed++) {
+        for (long seed = 0; seed < 10_000; seed++) {
             f.mutated(seed);
         }
         for (RoceStatus st : RoceStatus.values()) {
@@ -51,5 +64,12 @@ class ParserFuzzTest {
             }
         }
         assertTrue(f.solve.accepted() > 2000, f.solve::toString);
+        for (long seed = 0; seed < 3_000; seed++) {
+            f.mutatedIp(seed);
+        }
+        for (RoceStatus st : new RoceStatus[] {RoceStatus.OK, RoceStatus.CNP, RoceStatus.BAD_IP, RoceStatus.NOT_ROCE,
+            RoceStatus.BAD_ICRC}) {
+            assertTrue(f.exact.count(st) > 0, st + " never reached from IP packets: " + f.exact);
+        }
     }
 }
