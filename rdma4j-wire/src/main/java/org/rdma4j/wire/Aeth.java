@@ -32,7 +32,15 @@ public final class Aeth {
     private MemorySegment seg;
     private long off;
 
-    /** @param segment memory @param offset offset of the header @return this */
+    /**
+
+     * @param segment memory
+
+     * @param offset offset of the header
+
+     * @return this
+
+     */
     public Aeth wrap(MemorySegment segment, long offset) {
         this.seg = segment;
         this.off = offset;
@@ -49,7 +57,13 @@ public final class Aeth {
         return Be.u8(seg, off);
     }
 
-    /** @param v syndrome @return this */
+    /**
+
+     * @param v syndrome
+
+     * @return this
+
+     */
     public Aeth syndrome(int v) {
         Be.u8(seg, off, v);
         return this;
@@ -70,7 +84,13 @@ public final class Aeth {
         return Be.u24(seg, off + 1);
     }
 
-    /** @param v MSN (24 bits) @return this */
+    /**
+
+     * @param v MSN (24 bits)
+
+     * @return this
+
+     */
     public Aeth msn(int v) {
         Be.u24(seg, off + 1, v & 0xFF_FFFF);
         return this;

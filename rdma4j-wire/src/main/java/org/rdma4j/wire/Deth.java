@@ -12,7 +12,15 @@ public final class Deth {
     private MemorySegment seg;
     private long off;
 
-    /** @param segment memory @param offset offset of the header @return this */
+    /**
+
+     * @param segment memory
+
+     * @param offset offset of the header
+
+     * @return this
+
+     */
     public Deth wrap(MemorySegment segment, long offset) {
         this.seg = segment;
         this.off = offset;
@@ -29,7 +37,13 @@ public final class Deth {
         return Be.i32(seg, off);
     }
 
-    /** @param v Q_Key @return this */
+    /**
+
+     * @param v Q_Key
+
+     * @return this
+
+     */
     public Deth qkey(int v) {
         Be.i32(seg, off, v);
         return this;
@@ -40,7 +54,13 @@ public final class Deth {
         return Be.u8(seg, off + 4);
     }
 
-    /** @param v the reserved byte 4 @return this */
+    /**
+
+     * @param v the reserved byte 4
+
+     * @return this
+
+     */
     public Deth reserved(int v) {
         Be.u8(seg, off + 4, v);
         return this;
@@ -51,7 +71,13 @@ public final class Deth {
         return Be.u24(seg, off + 5);
     }
 
-    /** @param v SrcQP (24 bits) @return this */
+    /**
+
+     * @param v SrcQP (24 bits)
+
+     * @return this
+
+     */
     public Deth srcQp(int v) {
         Be.u24(seg, off + 5, v & 0xFF_FFFF);
         return this;

@@ -10,7 +10,15 @@ public final class Ieth {
     private MemorySegment seg;
     private long off;
 
-    /** @param segment memory @param offset offset of the header @return this */
+    /**
+
+     * @param segment memory
+
+     * @param offset offset of the header
+
+     * @return this
+
+     */
     public Ieth wrap(MemorySegment segment, long offset) {
         this.seg = segment;
         this.off = offset;
@@ -27,7 +35,13 @@ public final class Ieth {
         return Be.i32(seg, off);
     }
 
-    /** @param v R_Key @return this */
+    /**
+
+     * @param v R_Key
+
+     * @return this
+
+     */
     public Ieth rkey(int v) {
         Be.i32(seg, off, v);
         return this;

@@ -13,7 +13,15 @@ public final class ImmDt {
     private MemorySegment seg;
     private long off;
 
-    /** @param segment memory @param offset offset of the header @return this */
+    /**
+
+     * @param segment memory
+
+     * @param offset offset of the header
+
+     * @return this
+
+     */
     public ImmDt wrap(MemorySegment segment, long offset) {
         this.seg = segment;
         this.off = offset;
@@ -30,7 +38,13 @@ public final class ImmDt {
         return Be.i32(seg, off);
     }
 
-    /** @param v immediate data, written big-endian @return this */
+    /**
+
+     * @param v immediate data, written big-endian
+
+     * @return this
+
+     */
     public ImmDt imm(int v) {
         Be.i32(seg, off, v);
         return this;

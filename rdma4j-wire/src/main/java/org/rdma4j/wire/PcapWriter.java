@@ -71,13 +71,25 @@ public final class PcapWriter implements Closeable {
         return new PcapWriter(ch, new byte[] {2, 0, 0, 0, 0, 1}, new byte[] {2, 0, 0, 0, 0, 2});
     }
 
-    /** @param v IPv4 TTL / IPv6 hop limit of the following records (default 64) @return this */
+    /**
+
+     * @param v IPv4 TTL / IPv6 hop limit of the following records (default 64)
+
+     * @return this
+
+     */
     public PcapWriter ttl(int v) {
         ttl = v & 0xFF;
         return this;
     }
 
-    /** @param v IPv4 TOS / IPv6 traffic class of the following records (default 0) @return this */
+    /**
+
+     * @param v IPv4 TOS / IPv6 traffic class of the following records (default 0)
+
+     * @return this
+
+     */
     public PcapWriter trafficClass(int v) {
         trafficClass = v & 0xFF;
         return this;

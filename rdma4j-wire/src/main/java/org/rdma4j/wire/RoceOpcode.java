@@ -202,22 +202,48 @@ public final class RoceOpcode {
         return o;
     }
 
-    /** @param opcode a BTH opcode @return whether it is in this table */
+    /**
+
+     * @param opcode a BTH opcode
+
+     * @return whether it is in this table
+
+     */
     public static boolean known(int opcode) {
         return MASK[opcode & 0xFF] != 0;
     }
 
-    /** @param opcode a BTH opcode @return its M_ bits, 0 for an opcode not in the table */
+    /**
+
+     * @param opcode a BTH opcode
+
+     * @return its M_ bits, 0 for an opcode not in the table
+
+     */
     public static int mask(int opcode) {
         return MASK[opcode & 0xFF];
     }
 
-    /** @param opcode a BTH opcode @param m M_ bits @return whether the opcode has any of them */
+    /**
+
+     * @param opcode a BTH opcode
+
+     * @param m M_ bits
+
+     * @return whether the opcode has any of them
+
+     */
     public static boolean has(int opcode, int m) {
         return (MASK[opcode & 0xFF] & m) != 0;
     }
 
-    /** @param opcode a known BTH opcode @return bytes of BTH + extension headers, 0 if unknown */
+    /**
+
+     * @param opcode a known BTH opcode
+
+     * @return bytes of BTH + extension headers, 0 if unknown
+
+     */
     public static int headerLength(int opcode) {
         return LENGTH[opcode & 0xFF];
     }
@@ -234,7 +260,13 @@ public final class RoceOpcode {
         return OFFSET[(opcode & 0xFF) * 8 + Integer.numberOfTrailingZeros(header)];
     }
 
-    /** @param opcode a BTH opcode @return e.g. "RC_SEND_ONLY", or "0x81" style hex for an unknown opcode */
+    /**
+
+     * @param opcode a BTH opcode
+
+     * @return e.g. "RC_SEND_ONLY", or "0x81" style hex for an unknown opcode
+
+     */
     public static String name(int opcode) {
         if ((opcode & 0xFF) == CNP) {
             return "CNP";
@@ -243,12 +275,24 @@ public final class RoceOpcode {
         return n != null ? n : "0x" + Integer.toHexString(opcode & 0xFF);
     }
 
-    /** @param opcode a BTH opcode @return its transport prefix (top three bits) */
+    /**
+
+     * @param opcode a BTH opcode
+
+     * @return its transport prefix (top three bits)
+
+     */
     public static int transport(int opcode) {
         return opcode & 0xE0;
     }
 
-    /** @param opcode a BTH opcode @return its operation (low five bits) */
+    /**
+
+     * @param opcode a BTH opcode
+
+     * @return its operation (low five bits)
+
+     */
     public static int operation(int opcode) {
         return opcode & 0x1F;
     }

@@ -319,7 +319,13 @@ public final class RocePacket {
         return mask;
     }
 
-    /** @param m M_ bits @return whether the opcode has any of them */
+    /**
+
+     * @param m M_ bits
+
+     * @return whether the opcode has any of them
+
+     */
     public boolean has(int m) {
         return (mask & m) != 0;
     }

@@ -39,7 +39,11 @@ public final class RoceParser {
         this(IcrcCheck.SOLVE_IPV4_ID);
     }
 
-    /** @param check how {@link #parse} checks the ICRC */
+    /**
+
+     * @param check how {@link #parse} checks the ICRC
+
+     */
     public RoceParser(IcrcCheck check) {
         this.check = check;
     }
@@ -190,7 +194,13 @@ public final class RoceParser {
         return check;
     }
 
-    /** @param s a status @return how many parses ended with it */
+    /**
+
+     * @param s a status
+
+     * @return how many parses ended with it
+
+     */
     public long count(RoceStatus s) {
         return counts[s.ordinal()];
     }

@@ -14,7 +14,15 @@ public final class UdpHeader {
     private MemorySegment seg;
     private long off;
 
-    /** @param segment memory @param offset offset of the header @return this */
+    /**
+
+     * @param segment memory
+
+     * @param offset offset of the header
+
+     * @return this
+
+     */
     public UdpHeader wrap(MemorySegment segment, long offset) {
         this.seg = segment;
         this.off = offset;
@@ -31,7 +39,13 @@ public final class UdpHeader {
         return Be.u16(seg, off);
     }
 
-    /** @param v source port @return this */
+    /**
+
+     * @param v source port
+
+     * @return this
+
+     */
     public UdpHeader sourcePort(int v) {
         Be.u16(seg, off, v);
         return this;
@@ -42,7 +56,13 @@ public final class UdpHeader {
         return Be.u16(seg, off + 2);
     }
 
-    /** @param v destination port @return this */
+    /**
+
+     * @param v destination port
+
+     * @return this
+
+     */
     public UdpHeader destinationPort(int v) {
         Be.u16(seg, off + 2, v);
         return this;
@@ -53,7 +73,13 @@ public final class UdpHeader {
         return Be.u16(seg, off + 4);
     }
 
-    /** @param v length @return this */
+    /**
+
+     * @param v length
+
+     * @return this
+
+     */
     public UdpHeader length(int v) {
         Be.u16(seg, off + 4, v);
         return this;
@@ -64,7 +90,13 @@ public final class UdpHeader {
         return Be.u16(seg, off + 6);
     }
 
-    /** @param v checksum @return this */
+    /**
+
+     * @param v checksum
+
+     * @return this
+
+     */
     public UdpHeader checksum(int v) {
         Be.u16(seg, off + 6, v);
         return this;
