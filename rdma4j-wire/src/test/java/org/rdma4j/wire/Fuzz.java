@@ -16,6 +16,8 @@ final class Fuzz {
     final RocePacket pkt = new RocePacket();
     final Icrc icrc = new Icrc();
     long accepted;
+    /** Corrupted IPv4 packets accepted under another ID (expected about 2^-16 of those reaching the ICRC check). */
+    long solvedWrongId;
 
     /** Random bytes as a UDP payload, through all three ICRC modes. */
     void randomBytes(byte[] bytes, PseudoHeader ip, String what) {
@@ -52,7 +54,8 @@ final class Fuzz {
                 default -> len = Math.max(0, Math.min(bytes.length, len + 4 * (r.nextInt(3) - 1)));
             }
         }
-        if (len >= Icrc.MIN_LENGTH && r.nextBoolean()) {
+        boolean repaired = len >= Icrc.MIN_LENGTH && r.nextBoolean();
+        if (repaired) {
             icrc.store(ip, s, 0, len); // let the packet past the ICRC to the structural checks behind it
         }
         PseudoHeader rx = ip;
@@ -61,9 +64,13 @@ final class Fuzz {
             rx = new PseudoHeader().ipv4(ip.ipv4Source(), ip.ipv4Destination()).ports(ip.sourcePort(), ip.destinationPort());
         }
         RoceStatus st = feed(solve, s, 0, len, rx, what);
-        if (st == RoceStatus.OK && !ip.isIpv6() && solve.lastIpv4Id() != id) {
-            // possible only if the mutation hit the ICRC exactly so: 2^-16 per corrupted packet; say so
-            throw new AssertionError(what + ": accepted with ID " + solve.lastIpv4Id() + " but sent with " + id);
+        if ((st == RoceStatus.OK || st == RoceStatus.CNP) && !ip.isIpv6() && solve.lastIpv4Id() != id) {
+            if (mutations == 0 || repaired) {
+                // the ICRC is right for the sender's ID, and the solution is unique (rank 16)
+                throw new AssertionError(what + ": accepted with ID " + solve.lastIpv4Id() + " but sent with " + id);
+            }
+            // a corrupted packet whose ICRC happens to match another ID: the solver's documented 2^-16 blind spot
+            solvedWrongId++;
         }
     }
 

@@ -37,5 +37,10 @@ class ParserFuzzSlowTest {
                 fuzz.randomBytes(bytes, TestPackets.randomIp(b), "random bytes, seed " + s + "L");
             }
         }
+        if (fuzz.solvedWrongId > 0) {
+            // not a failure: the IPv4 ID solver accepts a corrupted packet with probability 2^-16 (Icrc doc)
+            System.out.println("ParserFuzzSlowTest: " + fuzz.solvedWrongId + " corrupted IPv4 packet(s) passed the ICRC under"
+                    + " another ID so far, of " + fuzz.solve.count(RoceStatus.BAD_ICRC) + " caught");
+        }
     }
 }
