@@ -51,7 +51,7 @@ public final class RoceParser {
     /**
      * Validates a UDP payload: structure ({@link RocePacket#wrap}) then ICRC, as rxe_rcv does.
      *
-     * @param pkt the flyweight to position (valid for reading when the result is OK or CNP)
+     * @param pkt the flyweight to position (its headers readable when the result is OK, CNP, BAD_LENGTH or BAD_PAD)
      * @param seg memory holding the UDP payload
      * @param off offset of the BTH
      * @param len UDP payload length
@@ -64,9 +64,11 @@ public final class RoceParser {
 
     private RoceStatus parse0(RocePacket pkt, MemorySegment seg, long off, int len, PseudoHeader ip, IcrcCheck mode) {
         RoceStatus s = pkt.wrap(seg, off, len);
-        if (s != RoceStatus.OK && s != RoceStatus.CNP) {
-            return s;
+        if (!pkt.isValid()) {
+            return s; // too short, bad version, unknown opcode: rxe_rcv drops these before its ICRC check
         }
+        // A length or pad error is reported only for a packet whose ICRC is good: rxe checks the ICRC in
+        // rxe_rcv and the lengths later in the responder (rxe_resp_check_length), which NAKs.
         lastIpv4Id = -1;
         switch (mode) {
             case NONE -> {

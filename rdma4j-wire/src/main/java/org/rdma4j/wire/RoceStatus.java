@@ -2,7 +2,9 @@ package org.rdma4j.wire;
 
 /**
  * Outcome of parsing a RoCEv2 packet: {@link #OK}, or the reason it is dropped. {@link RoceParser} keeps a
- * counter per value. Every reason is one rxe also drops for (the rxe function is named on each).
+ * counter per value. TOO_SHORT, BAD_VERSION, UNKNOWN_OPCODE and BAD_ICRC are silent drops in rxe too (rxe_rcv).
+ * BAD_LENGTH and BAD_PAD come with a good ICRC and readable headers: rxe's responder answers such an RC request
+ * with NAK invalid request (rxe_resp_check_length), so an engine may do the same or drop it (UC, UD, responses).
  */
 public enum RoceStatus {
     /** Valid: headers, lengths, pad and ICRC check out. */

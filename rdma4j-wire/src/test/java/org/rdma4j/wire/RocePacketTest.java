@@ -126,11 +126,23 @@ class RocePacketTest {
         assertEquals(0, parser.count(RoceStatus.BAD_ICRC));
     }
 
+    /** V3 edited, its ICRC recomputed over len bytes so that only the edit is wrong. */
     private RoceStatus parseV3(java.util.function.Consumer<MemorySegment> edit, int len, RoceParser parser) {
-        MemorySegment v = TestPackets.hex(IcrcTest.V3);
+        MemorySegment v = MemorySegment.ofArray(new byte[64]);
+        MemorySegment.copy(TestPackets.hex(IcrcTest.V3), 0, v, 0, 52);
         edit.accept(v);
         PseudoHeader ip = new PseudoHeader().ipv4(SRC, DST).ports(0xDF94, Roce.UDP_PORT);
+        if (len >= Icrc.MIN_LENGTH) {
+            icrc.store(ip, v, 28, len);
+        }
         return parser.parse(new RocePacket(), v, 28, len, ip);
+    }
+
+    /** V3 edited after its ICRC: the ICRC no longer matches. */
+    private RoceStatus parseV3Corrupted(int at, int value, RoceParser parser) {
+        MemorySegment v = TestPackets.hex(IcrcTest.V3);
+        set(v, at, value);
+        return parser.parse(new RocePacket(), v, 28, 24, new PseudoHeader().ipv4(SRC, DST).ports(0xDF94, Roce.UDP_PORT));
     }
 
     private static void set(MemorySegment s, long o, int v) {
@@ -148,17 +160,28 @@ class RocePacketTest {
         assertEquals(RoceStatus.BAD_LENGTH, parseV3(s -> { }, 23, parser)); // not a multiple of 4
         assertEquals(RoceStatus.BAD_LENGTH, parseV3(s -> set(s, 28, 0x11), 24, parser)); // ACK with 8 bytes after its headers
         assertEquals(RoceStatus.TOO_SHORT, parseV3(s -> set(s, 28, 0x0A), 24, parser)); // WRITE_ONLY needs a RETH
+        RocePacket nak = new RocePacket();
         assertEquals(RoceStatus.BAD_PAD, parseV3(s -> set(s, 28, 0x00), 24, parser)); // SEND_FIRST with pad 3
-        assertEquals(RoceStatus.BAD_ICRC, parseV3(s -> set(s, 40, 'j'), 24, parser));
-        assertEquals(RoceStatus.BAD_ICRC, parseV3(s -> set(s, 50, 1), 24, parser)); // pad bytes are covered
+        // and its headers stay readable, for an RC responder's NAK invalid request
+        MemorySegment first = MemorySegment.ofArray(TestPackets.hex(IcrcTest.V3).toArray(ValueLayout.JAVA_BYTE));
+        set(first, 28, 0x00);
+        PseudoHeader ip = new PseudoHeader().ipv4(SRC, DST).ports(0xDF94, Roce.UDP_PORT);
+        icrc.store(ip, first, 28, 24);
+        assertEquals(RoceStatus.BAD_PAD, new RoceParser().parse(nak, first, 28, 24, ip));
+        assertTrue(nak.isValid());
+        assertEquals(0x123456, nak.bth().psn());
+        assertEquals(RoceStatus.BAD_ICRC, parseV3Corrupted(40, 'j', parser));
+        assertEquals(RoceStatus.BAD_ICRC, parseV3Corrupted(50, 1, parser)); // pad bytes are covered
+        // a length error is reported only with a good ICRC; with a bad one it is an ICRC drop like any other
+        assertEquals(RoceStatus.BAD_ICRC, parseV3Corrupted(28, 0x00, parser));
         assertEquals(1, parser.count(RoceStatus.OK));
         assertEquals(2, parser.count(RoceStatus.TOO_SHORT));
         assertEquals(1, parser.count(RoceStatus.BAD_VERSION));
         assertEquals(2, parser.count(RoceStatus.UNKNOWN_OPCODE));
         assertEquals(2, parser.count(RoceStatus.BAD_LENGTH));
         assertEquals(1, parser.count(RoceStatus.BAD_PAD));
-        assertEquals(2, parser.count(RoceStatus.BAD_ICRC));
-        assertEquals(10, parser.dropped());
+        assertEquals(3, parser.count(RoceStatus.BAD_ICRC));
+        assertEquals(11, parser.dropped());
         assertEquals(1, parser.accepted());
         parser.resetCounters();
         assertEquals(0, parser.dropped());
