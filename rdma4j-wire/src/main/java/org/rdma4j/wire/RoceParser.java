@@ -98,7 +98,7 @@ public final class RoceParser {
 
     /**
      * Validates a whole IP packet: IPv4 without options (rxe's ICRC assumes a 20-byte header) or IPv6 without
-     * extension headers, UDP to port 4791, then the RoCE packet with the exact ICRC. Bytes after the IP total
+     * extension headers, UDP to port 4791 with a right or zero UDP checksum, then the RoCE packet with the exact ICRC. Bytes after the IP total
      * length (Ethernet padding) are ignored, and the RoCE packet's length comes from the UDP header, as in
      * rxe_udp_encap_recv.
      *
@@ -164,6 +164,9 @@ public final class RoceParser {
             ipFields.from(ip4, udp);
         } else {
             ipFields.from(ip6, udp);
+        }
+        if (udp.checksum() != 0 && udp.computeChecksum(ipFields, seg, udpOff + UdpHeader.LENGTH) != udp.checksum()) {
+            return tally(RoceStatus.BAD_IP); // the kernel drops it before rxe (or a Java socket) sees it; 0 = none
         }
         return tally(parse0(pkt, seg, udpOff + UdpHeader.LENGTH, udpLen - UdpHeader.LENGTH, ipFields, IcrcCheck.EXACT));
     }

@@ -27,7 +27,8 @@ public enum RoceStatus {
     BAD_ICRC,
     /** A valid RoCEv2 congestion notification packet (A17.9.3): rxe has no opcode for it and drops it. */
     CNP,
-    /** Full IP packets only: not IPv4 without options or IPv6, a fragment, a bad IPv4 checksum or inconsistent lengths. */
+    /** Full IP packets only: not IPv4 without options or IPv6, a fragment, a bad IPv4 header checksum, a bad
+     * (non-zero) UDP checksum or inconsistent lengths. */
     BAD_IP,
     /** Full IP packets only: not UDP, or not to UDP port 4791. */
     NOT_ROCE

@@ -247,6 +247,12 @@ class RocePacketTest {
         assertEquals(RoceStatus.OK, parser.parseIpPacket(q, padded, 0, 80));
         assertEquals(52 - 28, q.length());
         assertEquals(3, parser.count(RoceStatus.OK));
+        // a UDP checksum is optional (0) but must be right when present
+        MemorySegment v9 = TestPackets.hex(IcrcTest.V9);
+        new UdpHeader().wrap(v9, 40).checksum(0xB530);
+        assertEquals(RoceStatus.OK, parser.parseIpPacket(q, v9, 0, (int) v9.byteSize()));
+        new UdpHeader().wrap(v9, 40).checksum(0xB531);
+        assertEquals(RoceStatus.BAD_IP, parser.parseIpPacket(q, v9, 0, (int) v9.byteSize()));
     }
 
     @Test
