@@ -73,6 +73,8 @@ final class RoceLink implements Link {
         final UdpSocket socket;
         final Thread agent;
         final boolean ipv6;
+        /** The traffic class (TOS) the socket sends with now; engine lock. */
+        int trafficClass;
 
         Endpoint(InetAddress address) throws IOException {
             this.address = address;
@@ -258,7 +260,10 @@ final class RoceLink implements Link {
             txToGid = p.dgid;
         }
         try {
-            ep.socket.setTrafficClass(p.trafficClass);
+            if (p.trafficClass != ep.trafficClass) {
+                ep.socket.setTrafficClass(p.trafficClass); // a system call: only when the class changes
+                ep.trafficClass = p.trafficClass;
+            }
             if (ep.socket.send(txBuf.asSlice(0, len), txTo) < 0) {
                 from.count(SoftCounter.ROCE_TX_ERRORS);
             }
