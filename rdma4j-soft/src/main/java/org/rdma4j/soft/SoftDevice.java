@@ -185,6 +185,17 @@ public final class SoftDevice implements Device {
         return roce != null;
     }
 
+    /**
+     * Gives a thread polling an empty CQ the chance to receive what the wire brought (RoCE devices
+     * only; the in-process link delivers on the sender's thread).
+     *
+     * @return whether a packet was received
+     */
+    boolean pollLink() {
+        RoceLink r = roce;
+        return r != null && r.pollReceive();
+    }
+
     /** Counts from a thread that does not hold the engine lock. */
     void countOutsideEngine(SoftCounter c) {
         fabric.lockEngine();

@@ -453,12 +453,30 @@ public final class UdpSocket implements AutoCloseable {
      * @throws IOException on any other error
      */
     public int receiveBatch(DatagramBatch batch) throws IOException {
+        return receiveBatch(batch, Libc.MSG_WAITFORONE);
+    }
+
+    /**
+     * Receives what is already queued, up to {@code batch.capacity()} datagrams, without waiting
+     * ({@code recvmmsg} with {@code MSG_DONTWAIT}), whatever the socket's blocking mode: for a thread
+     * that busy-polls.
+     *
+     * @param batch slots to fill
+     * @return how many slots were filled, 0 if nothing was queued
+     * @throws ClosedChannelException if the socket is (being) closed
+     * @throws IOException on any other error
+     */
+    public int receiveBatchNow(DatagramBatch batch) throws IOException {
+        return receiveBatch(batch, Libc.MSG_DONTWAIT);
+    }
+
+    private int receiveBatch(DatagramBatch batch, int flags) throws IOException {
         int cap = batch.capacity();
         batch.prepareReceive(cap);
         enter();
         try {
             while (true) {
-                int n = Libc.recvmmsg(recvState, fd, batch.msgs, cap, Libc.MSG_WAITFORONE, MemorySegment.NULL);
+                int n = Libc.recvmmsg(recvState, fd, batch.msgs, cap, flags, MemorySegment.NULL);
                 if (n >= 0) {
                     batch.completeReceive(n);
                     if (users.get() < 0 && (n == 0 || batch.length(0) == 0)) {
