@@ -87,8 +87,7 @@ final class RoceLink implements Link {
                 socket.setZeroChecksumReceive(true); // rxe sends IPv6 UDP with checksum 0
                 socket.setZeroChecksumSend(true);
             }
-            socket.setReceiveBufferSize(4 << 20);
-            socket.setSendBufferSize(4 << 20);
+            socket.setBufferSizesForced(8 << 20, 4 << 20);
             socket.setReceiveTimeout(RX_POLL_MS);
             this.agent = Thread.ofPlatform().daemon().name("rdma4j-roce-rx-" + device.name() + (ipv6 ? "-v6" : "-v4"))
                     .unstarted(this);

@@ -279,6 +279,28 @@ public final class UdpSocket implements AutoCloseable {
     }
 
     /**
+     * Asks for buffers of at least this size beyond {@code net.core.rmem_max}/{@code wmem_max} where the
+     * process may ({@code SO_RCVBUFFORCE}/{@code SO_SNDBUFFORCE}, CAP_NET_ADMIN), else as far as the
+     * limits allow: a RoCE receiver must absorb a whole RC window of MTU-sized packets, and the default
+     * limit (208 KiB) holds fewer than 52 of 4 KiB.
+     *
+     * @param receive receive buffer bytes
+     * @param send    send buffer bytes
+     * @return the receive buffer size the kernel granted (it doubles what was asked, as socket(7) says)
+     * @throws IOException if even the plain options fail
+     */
+    public synchronized int setBufferSizesForced(int receive, int send) throws IOException {
+        try {
+            setInt(Libc.SOL_SOCKET, Libc.SO_RCVBUFFORCE, receive, "SO_RCVBUFFORCE");
+            setInt(Libc.SOL_SOCKET, Libc.SO_SNDBUFFORCE, send, "SO_SNDBUFFORCE");
+        } catch (IOException notPermitted) {
+            setInt(Libc.SOL_SOCKET, Libc.SO_RCVBUF, receive, "SO_RCVBUF");
+            setInt(Libc.SOL_SOCKET, Libc.SO_SNDBUF, send, "SO_SNDBUF");
+        }
+        return getIntOption(Libc.SOL_SOCKET, Libc.SO_RCVBUF);
+    }
+
+    /**
      * @param bytes SO_SNDBUF (the kernel doubles it and caps it at net.core.wmem_max)
      * @throws IOException if setsockopt fails
      */
