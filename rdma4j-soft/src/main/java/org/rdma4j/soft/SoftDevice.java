@@ -14,6 +14,7 @@ import org.rdma4j.verbs.Gid;
 import org.rdma4j.verbs.Mtu;
 import org.rdma4j.verbs.PortAttributes;
 import org.rdma4j.verbs.PortState;
+import org.rdma4j.verbs.QpType;
 import org.rdma4j.verbs.VerbsException;
 
 /**
@@ -322,6 +323,12 @@ public final class SoftDevice implements Device {
         };
         if (transport != expected) {
             count(SoftCounter.DROP_BAD_STATE);
+            return;
+        }
+        // rxe check_addr: a connected QP takes packets only from its peer's address to its own, so a
+        // third host that guesses a QPN and PSN cannot inject into the connection.
+        if (qp.type != QpType.UD && qp.sgid != null && !(qp.dgid.equals(p.sgid) && qp.sgid.equals(p.dgid))) {
+            count(SoftCounter.DROP_BAD_ADDRESS);
             return;
         }
         if ((mask & Opcodes.M_REQ) != 0) {
