@@ -49,6 +49,8 @@ public final class SoftDevice implements Device {
     private final SplittableRandom keyVariants;
     private final SoftQp[] qps = new SoftQp[MAX_QP + FIRST_QPN];
     private int nextQpn = FIRST_QPN;
+    /** Where this device's engine sends packets (engine lock for writes). */
+    Link link;
 
     SoftDevice(SoftFabric fabric, String name, int index) {
         this.fabric = fabric;
@@ -56,6 +58,7 @@ public final class SoftDevice implements Device {
         this.guid = 0x0200_00FF_FE00_0000L | ((long) (index + 1) << 8) | 0x01;
         this.gid0 = new Gid(0xFE80_0000_0000_0000L, guid);
         this.keyVariants = new SplittableRandom(guid ^ System.nanoTime());
+        this.link = fabric.defaultLink();
     }
 
     @Override
@@ -223,6 +226,10 @@ public final class SoftDevice implements Device {
 
     // ---- receive dispatcher (rxe_recv.c); engine lock held ----
 
+    /**
+     * Takes a packet from a link (rxe_rcv). The packet is valid only during the call: nothing here
+     * keeps a reference to it or to its payload.
+     */
     void receive(Packet p) {
         count(SoftCounter.RCVD_PKTS);
         int mask = p.mask();

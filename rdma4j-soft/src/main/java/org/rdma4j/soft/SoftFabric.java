@@ -27,6 +27,8 @@ public final class SoftFabric implements AutoCloseable {
     final ReentrantLock engine = new ReentrantLock();
     final NanoClock clock;
     final TimerService timers;
+    /** The link devices use unless given another (see {@link SoftDevice#link(Link)}). */
+    final InProcessLink inProcess = new InProcessLink(this);
     private final boolean segmentAtMtu;
     private final Map<Gid, SoftDevice> byGid = new ConcurrentHashMap<>();
     private final List<SoftDevice> devices = new CopyOnWriteArrayList<>();
@@ -118,18 +120,38 @@ public final class SoftFabric implements AutoCloseable {
         return segmentAtMtu ? pathMtuBytes : Integer.MAX_VALUE;
     }
 
-    /** Delivers a packet to the device that owns its destination GID. Engine lock held. */
+    /**
+     * Hands a packet to the sending device's link, which delivers it to the device that owns its
+     * destination GID. Engine lock held; the packet is valid only during the call ({@link Link}).
+     */
     void transmit(SoftDevice from, Packet p) {
         from.count(SoftCounter.SENT_PKTS);
-        SoftDevice to = p.route;
-        if (to == null) {
-            to = byGid.get(p.dgid);
+        from.link.send(from, p);
+    }
+
+    /**
+     * Gives every device of the fabric the same link (a decorator of {@link #inProcess}, say), and
+     * makes it the link of devices added later.
+     *
+     * @param link the link; null restores the in-process link
+     */
+    void setLink(Link link) {
+        lockEngine();
+        try {
+            defaultLink = link == null ? inProcess : link;
+            for (SoftDevice d : devices) {
+                d.link = defaultLink;
+            }
+        } finally {
+            engine.unlock();
         }
-        if (to == null || !to.portActive()) {
-            from.count(SoftCounter.DROP_NO_ROUTE);
-            return;
-        }
-        to.receive(p);
+    }
+
+    /** The link new devices get. Engine lock for writes. */
+    private volatile Link defaultLink = inProcess;
+
+    Link defaultLink() {
+        return defaultLink;
     }
 
     void checkOpen() {
@@ -143,5 +165,10 @@ public final class SoftFabric implements AutoCloseable {
     public void close() {
         closed = true;
         timers.close();
+        java.util.Set<Link> links = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        for (SoftDevice d : devices) {
+            links.add(d.link);
+        }
+        links.forEach(Link::close);
     }
 }

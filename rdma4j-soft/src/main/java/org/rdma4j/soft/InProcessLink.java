@@ -1,0 +1,33 @@
+package org.rdma4j.soft;
+
+/**
+ * The in-process link: a packet is handed to the destination device of the same {@link SoftFabric}
+ * as the object itself, in the sender's call. The payload still refers to the sender's memory, so
+ * data moves once, from the source region to the target region, and nothing is cut at an MTU unless
+ * the fabric asks for it. Engine lock held.
+ */
+final class InProcessLink implements Link {
+    private final SoftFabric fabric;
+
+    InProcessLink(SoftFabric fabric) {
+        this.fabric = fabric;
+    }
+
+    @Override
+    public void send(SoftDevice from, Packet p) {
+        SoftDevice to = p.route;
+        if (to == null) {
+            to = fabric.deviceFor(p.dgid);
+        }
+        if (to == null || !to.portActive()) {
+            from.count(SoftCounter.DROP_NO_ROUTE);
+            return;
+        }
+        to.receive(p);
+    }
+
+    @Override
+    public String toString() {
+        return "in-process";
+    }
+}
