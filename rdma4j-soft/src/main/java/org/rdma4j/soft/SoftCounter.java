@@ -32,6 +32,11 @@ public enum SoftCounter {
     DROP_MESSAGE,
     /** Packets dropped: no device with the destination GID, or port down. */
     DROP_NO_ROUTE,
+    /**
+     * Packets discarded for a bad ICRC (rxe_icrc_check). In-process packets carry no ICRC: there it
+     * counts the corruption the fault-injecting link injects.
+     */
+    ICRC_ERROR,
     /** Malformed or unexpected packets dropped. */
     DROP_MALFORMED,
     /** Completions lost to a full CQ. */
