@@ -281,6 +281,33 @@ class SoftReliabilityTest {
     }
 
     @Test
+    void aDuplicateSendIsAcknowledgedAgainAndNotDeliveredTwice() {
+        open(LossyPair.Config.of(QpType.RC), FaultInjectingLink.Faults.NONE);
+        dropOnce(p -> p.opcode == (Opcodes.RC | Opcodes.ACKNOWLEDGE));
+        postRecv(pair.b, 9, DST, 4096);
+        postRecv(pair.b, 10, DST + 4096, 4096);
+        post(pair.a, wr(1, WrOpcode.SEND, pair.a, SRC, 700)); // 3 packets, the ACK of the last is lost
+        assertNull(poll(pair.a.scq));
+        WorkCompletion wc = awaitOne(pair.a.scq, pair.stepNs(), 16, null);
+        assertEquals(WcStatus.SUCCESS, wc.status());
+        WorkCompletion r = poll(pair.b.rcq);
+        assertNotNull(r);
+        assertEquals(700, r.byteLen());
+        assertNull(poll(pair.b.rcq), "the resent SEND consumed no second receive");
+        // The first resent packet is a duplicate; its re-ACK covers the whole message, which completes
+        // it, so the requester stops resending there.
+        assertEquals(1, pair.b.dev.counter(SoftCounter.DUPLICATE_REQUEST));
+        int last = Psn.add(LossyPair.Config.of(QpType.RC).psnA(), 2);
+        List<Seen> acks = seen.stream().filter(s -> s.is(Opcodes.RC | Opcodes.ACKNOWLEDGE)).toList();
+        assertTrue(acks.size() >= 2, acks.toString());
+        for (Seen s : acks) {
+            // C9-105 / rxe duplicate_request: re-ACK with the last PSN the responder executed.
+            assertEquals(last, s.psn());
+            assertEquals(Aeth.ACK_UNLIMITED, s.syndrome());
+        }
+    }
+
+    @Test
     void lostAtomicAcknowledgeIsAnsweredFromTheReplayCache() {
         open(LossyPair.Config.of(QpType.RC), FaultInjectingLink.Faults.NONE);
         pair.b.mem.set(ValueLayout.JAVA_LONG, DST, 100);
