@@ -104,7 +104,8 @@ final class Completer {
                 // rxe check_ack opcode sequence: a READ starts with FIRST or ONLY; once data has arrived
                 // only MIDDLE or LAST may follow (a retried READ asks for the rest at the next PSN, and
                 // the responder replays from there with MIDDLE/LAST), unless the whole READ restarts at
-                // its first PSN. Anything else is an unexpected opcode: IBA 9.9.3.1.2 BAD_RESP_ERR.
+                // its first PSN. rxe rejects anything else (COMPST_ERROR); IBA calls an unexpected
+                // response opcode a Bad Response error.
                 boolean start = p.is(Opcodes.M_START);
                 if (w.received == 0 ? !start : start && p.psn != w.firstPsn) {
                     error(w, WcStatus.BAD_RESP_ERR);
