@@ -58,7 +58,7 @@ public final class SoftDevice implements Device {
     private final SplittableRandom keyVariants;
     private final SoftQp[] qps = new SoftQp[MAX_QP + FIRST_QPN];
     private int nextQpn = FIRST_QPN;
-    /** Where this device's engine sends packets (engine lock for writes). */
+    /** Where this device's engine sends packets (engine lock for writes; see {@link #link(Link)}). */
     Link link;
 
     SoftDevice(SoftFabric fabric, String name, int index) {
@@ -293,6 +293,25 @@ public final class SoftDevice implements Device {
 
     void removeQp(int qpn) {
         qps[qpn] = null;
+    }
+
+    /**
+     * Attaches the device to another link (a RoCEv2 one, or a decorator of the current one).
+     *
+     * @param l the link its engine sends through from now on
+     */
+    void link(Link l) {
+        fabric.lockEngine();
+        try {
+            link = l;
+        } finally {
+            fabric.engine.unlock();
+        }
+    }
+
+    /** @return the link the device sends through */
+    Link link() {
+        return link;
     }
 
     // ---- receive dispatcher (rxe_recv.c); engine lock held ----
