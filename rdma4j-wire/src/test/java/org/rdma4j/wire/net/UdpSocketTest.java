@@ -198,6 +198,18 @@ class UdpSocketTest {
     }
 
     @Test
+    void theDefaultPortIs4791() throws IOException {
+        // If something else on this host holds 4791 (rdma_rxe, another RoCE test), the bind error
+        // must still show that 4791 was asked for.
+        try (UdpSocket s = UdpSocket.open(InetAddress.getByName("127.0.0.2"))) {
+            assertEquals(4791, s.localPort());
+        } catch (NativeIOException e) {
+            assertEquals(98, e.errno(), e.getMessage());
+            assertTrue(e.getMessage().contains("127.0.0.2:4791"), e.getMessage());
+        }
+    }
+
+    @Test
     void badArgumentsAreRejected() throws IOException {
         try (UdpSocket v4 = UdpSocket.open(loopback("4"), 0); UdpSocket v6 = UdpSocket.open(loopback("6"), 0)) {
             assertThrows(IllegalArgumentException.class, () -> v4.send(arena.allocate(4), v6.localAddress()));
