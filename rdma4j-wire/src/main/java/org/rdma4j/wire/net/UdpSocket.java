@@ -7,6 +7,7 @@ import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
 import java.nio.channels.ClosedChannelException;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.rdma4j.wire.Roce;
 
 /**
  * A UDP socket called through FFM (libc {@code socket}, {@code bind}, {@code sendto},
@@ -64,6 +65,18 @@ public final class UdpSocket implements AutoCloseable {
         this.pollFd = arena.allocate(8, 8);
         this.optVal = arena.allocate(16, 8);
         this.local = new SockAddr();
+    }
+
+    /**
+     * Opens a blocking UDP socket bound to {@code address} and the RoCEv2 port 4791 (A17.4.2).
+     *
+     * @param address a local IPv4 or IPv6 address
+     * @return the socket
+     * @throws IOException if the socket cannot be created or bound (EADDRINUSE when rdma_rxe is
+     *     loaded in this network namespace: its kernel socket owns 4791)
+     */
+    public static UdpSocket open(InetAddress address) throws IOException {
+        return open(address, Roce.UDP_PORT);
     }
 
     /**
