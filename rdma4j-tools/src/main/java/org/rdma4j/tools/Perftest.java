@@ -99,6 +99,11 @@ public final class Perftest {
         stopRequested = true;
     }
 
+    /** Forgets a stop request (tests run several tools in one JVM). */
+    static void clearStop() {
+        stopRequested = false;
+    }
+
     /**
      * Waits for the test that was running when {@link #requestStop()} was called to print its report.
      *
@@ -210,7 +215,9 @@ public final class Perftest {
             }
         }
         try {
-            t.join(rc == 0 ? 30_000 : 2_000);
+            if (rc != 130) {
+                t.join(rc == 0 ? 30_000 : 2_000);
+            }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
@@ -665,7 +672,9 @@ public final class Perftest {
                 text.print(PerftestFormat.RESULT_LINE);
             }
             text.flush();
-            err.println(" Stopped (Ctrl-C): the line above is what was measured until then.");
+            if (reportErrors) {
+                err.println(" Stopped (Ctrl-C): the line above is what was measured until then.");
+            }
             finish();
             throw new Stopped();
         }
@@ -847,7 +856,8 @@ public final class Perftest {
                         }
                     } else if (now - lastProgress > STALL_NS) {
                         throw new RunException("No completion for " + STALL_NS / 1_000_000_000L + " s: scnt=" + totscnt
-                                + ", ccnt=" + totccnt + " (the device stopped completing, or the peer is gone)");
+                                + ", ccnt=" + totccnt + " (the device stopped completing, or the peer is gone)"
+                                + inProcessHint());
                     } else {
                         // Not onSpinWait: the device's engine threads need this CPU (perftest's busy poll
                         // assumes the NIC works on its own silicon).
@@ -1292,10 +1302,22 @@ public final class Perftest {
                 Thread.yield();
                 if ((spins & 1023) == 0 && System.nanoTime() - since > STALL_NS) {
                     throw new RunException("Waited " + STALL_NS / 1_000_000_000L + " s for " + what
-                            + " (is the peer still running?)");
+                            + " (is the peer still running?)" + inProcessHint());
                 }
             }
             return spins + 1;
+        }
+
+        /**
+         * The in-process device reaches only devices of the same JVM: between two processes its packets go
+         * nowhere, which looks like a silent peer.
+         */
+        private String inProcessHint() {
+            if (o.loopback || !"soft".equals(ctx.device().providerName())) {
+                return "";
+            }
+            return ".\n " + ctx.device().name() + " is an in-process device: it reaches only devices of this JVM, so"
+                    + " a server and a client in two processes need a network device (RoCE), or use --loopback";
         }
 
         private void post(QueuePair qp, SendWorkRequest wr, long scnt) {

@@ -269,6 +269,55 @@ class PerftestEndToEndTest {
         MiniJson.parse(Files.readString(f));
     }
 
+    /** Captures the output and presses "Ctrl-C" once the result header has been printed. */
+    private static final class StopAtHeader extends java.io.OutputStream {
+        final ByteArrayOutputStream buf = new ByteArrayOutputStream();
+
+        @Override
+        public void write(int b) {
+            buf.write(b);
+            if (b == '\n' && buf.toString(StandardCharsets.UTF_8).contains(" #bytes ")) {
+                Perftest.requestStop();
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"ib_write_bw", "ib_send_bw", "ib_read_lat",
+        "ib_send_lat"})
+    void ctrlCStopsAndPrintsWhatWasMeasured(String tool) {
+        assumeTwoDevices();
+        var cap = new StopAtHeader();
+        var err = new ByteArrayOutputStream();
+        int rc;
+        try (var o = new PrintStream(cap, true, StandardCharsets.UTF_8);
+             var e = new PrintStream(err, true, StandardCharsets.UTF_8)) {
+            var opts = PerftestOptions.parse(PerftestOptions.verbOf(tool), tool.endsWith("_lat"), "--loopback",
+                    "-s", "64", "-n", "100000000");
+            rc = new Perftest(opts, o, e).timeoutMs(60_000).run();
+        } finally {
+            Perftest.clearStop();
+        }
+        String out = cap.buf.toString(StandardCharsets.UTF_8);
+        assertEquals(130, rc, err + out);
+        assertTrue(err.toString(StandardCharsets.UTF_8).contains("Stopped (Ctrl-C)"), err.toString());
+        assertTrue(out.endsWith(PerftestFormat.RESULT_LINE), out);
+        if (tool.endsWith("_bw")) {
+            var m = BW_LINE.matcher(out);
+            assertTrue(m.find(), out);
+            assertTrue(Long.parseLong(m.group(2)) < 100_000_000L, out);
+        }
+    }
+
+    @Test
+    void progressLineOnRequest() {
+        assumeTwoDevices();
+        Out r = run("ib_write_bw", "--loopback", "-s", "4096", "-D", "3", "-f", "0", "--progress");
+        assertEquals(0, r.rc(), r.err() + r.out());
+        assertTrue(r.err().contains("\r 4096 B: ") && r.err().contains(" of 3 s"), r.err());
+        assertTrue(!r.out().contains("\r"), "progress goes to stderr only");
+    }
+
     private static String line(String text, String prefix) {
         for (String l : text.split("\n")) {
             if (l.startsWith(prefix)) {
