@@ -1093,6 +1093,10 @@ public final class Perftest {
             }
             Progress progress = Progress.maybe(o, err, size, duration ? 0 : iters, duration);
             boolean pendingSend = false;
+            // In duration mode a side may wait for a message the peer, whose clock ended first, will not send:
+            // every wait also ends at the end of the run.
+            long hardEnd = duration ? start + durationS * 1_000_000_000L : Long.MAX_VALUE;
+            run:
             while (duration ? state != 3 : scnt < iters || rcnt < iters && o.verb != Verb.READ
                     && o.verb != Verb.ATOMIC || ccnt < scnt) {
                 long now = System.nanoTime();
@@ -1126,6 +1130,10 @@ public final class Perftest {
                             int spins = 0;
                             while ((byte) BYTE.getVolatile(buf, pollOff) != want) {
                                 spins = spinWait(spins, since, "the peer's RDMA WRITE #" + rcnt);
+                                if (duration && System.nanoTime() >= hardEnd) {
+                                    rcnt--;
+                                    break run;
+                                }
                                 if (stopRequested) {
                                     return interruptedLat(size, tposted, (int) scnt, rtt, duration, sampled, t0,
                                             System.nanoTime());
@@ -1137,7 +1145,9 @@ public final class Perftest {
                         }
                         if (duration || scnt < iters) {
                             if (pendingSend) {
-                                waitSend(wc, scnt, ccnt);
+                                if (!waitSend(wc, scnt, ccnt, hardEnd)) {
+                                    break run;
+                                }
                                 ccnt++;
                                 pendingSend = false;
                             }
@@ -1175,6 +1185,9 @@ public final class Perftest {
                             int spins = 0;
                             while (!recvCq.poll(wc)) {
                                 spins = spinWait(spins, since, "the peer's SEND #" + (rcnt + 1));
+                                if (duration && System.nanoTime() >= hardEnd) {
+                                    break run;
+                                }
                                 if (stopRequested) {
                                     return interruptedLat(size, tposted, (int) scnt, rtt, duration, sampled, t0,
                                             System.nanoTime());
@@ -1194,7 +1207,9 @@ public final class Perftest {
                         }
                         if (duration || scnt < iters) {
                             if (pendingSend) {
-                                waitSend(wc, scnt, ccnt);
+                                if (!waitSend(wc, scnt, ccnt, hardEnd)) {
+                                    break run;
+                                }
                                 ccnt++;
                                 pendingSend = false;
                             }
@@ -1218,9 +1233,7 @@ public final class Perftest {
                 progress.clear();
             }
             if (duration) {
-                // The peer may still be in its ping-pong: answer until it stops (its clock runs close to ours),
-                // so neither side waits forever for a message the other will not send.
-                drainPeer(size, pendingSend, wc, rcnt, buf, pollOff, postOff, qp, wr, rwr, scnt);
+                // Each side stops on its own clock, as perftest's alarm does, abandoning what is in flight.
                 long end = t1 == 0 ? System.nanoTime() : t1;
                 return LatStats.ofDuration(size, sampled, end - t0, rtt);
             }
@@ -1236,54 +1249,6 @@ public final class Perftest {
                 }
             }
             return LatStats.of(size, tposted, (int) iters, rtt);
-        }
-
-        /**
-         * After a duration ping-pong the two sides stop on their own clocks; keep answering the peer for a
-         * short while so its last wait ends, then stop. perftest's own duration mode relies on a timer
-         * signal and abandons the exchange the same way.
-         */
-        private void drainPeer(long size, boolean pendingSend, WorkCompletion wc, long rcnt, MemorySegment buf,
-                               long pollOff, long postOff, QueuePair qp, SendWorkRequest wr, RecvWorkRequest rwr,
-                               long scnt) {
-            long until = System.nanoTime() + 1_000_000_000L;
-            if (pendingSend) {
-                pollUntil(sendCq, wc, until);
-            }
-            if (o.verb == Verb.READ || o.verb == Verb.ATOMIC) {
-                return;
-            }
-            long r = rcnt;
-            long s = scnt;
-            while (System.nanoTime() < until) {
-                boolean got;
-                if (o.verb == Verb.WRITE) {
-                    got = (byte) BYTE.getVolatile(buf, pollOff) == (byte) (r + 1);
-                } else {
-                    got = recvCq.poll(wc);
-                    if (got && wc.status() == WcStatus.SUCCESS) {
-                        qp.postRecv(rwr);
-                    }
-                }
-                if (got) {
-                    r++;
-                    if (o.verb == Verb.WRITE) {
-                        BYTE.setVolatile(buf, postOff, (byte) ++s);
-                    }
-                    if (qp.postSend(wr)) {
-                        pollUntil(sendCq, wc, until);
-                    }
-                    until = System.nanoTime() + 200_000_000L;
-                } else {
-                    Thread.yield();
-                }
-            }
-        }
-
-        private void pollUntil(CompletionQueue cq, WorkCompletion wc, long until) {
-            while (!cq.poll(wc) && System.nanoTime() < until) {
-                Thread.yield();
-            }
         }
 
         private LatStats interruptedLat(long size, long[] tposted, int posts, int rtt, boolean duration,
@@ -1328,12 +1293,21 @@ public final class Perftest {
         }
 
         private void waitSend(WorkCompletion wc, long scnt, long ccnt) {
+            waitSend(wc, scnt, ccnt, Long.MAX_VALUE);
+        }
+
+        /** @return false when {@code deadline} passed first (a duration run ended; the peer may be gone) */
+        private boolean waitSend(WorkCompletion wc, long scnt, long ccnt, long deadline) {
             long since = System.nanoTime();
             int spins = 0;
             while (!sendCq.poll(wc)) {
                 spins = spinWait(spins, since, "the completion of send #" + scnt);
+                if (System.nanoTime() >= deadline) {
+                    return false;
+                }
             }
             checkWc(wc, client ? "client" : "server", scnt, ccnt);
+            return true;
         }
 
         private void checkWc(WorkCompletion wc, String side, long scnt, long ccnt) {
