@@ -62,6 +62,12 @@ public final class Perftest {
     static final int DEF_INLINE_SEND = 236;
     private static final VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
 
+    /**
+     * QPs of in-process devices that this JVM's tools have open ("GID/QPN"): an in-process device reaches
+     * only these, so a peer QP outside the set means the peer runs in another process.
+     */
+    private static final java.util.Set<String> IN_PROCESS_QPS = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
     /** Set by Ctrl-C (the launcher's shutdown hook): runs stop, report what they measured, and return. */
     private static volatile boolean stopRequested;
     private static volatile CountDownLatch finished = new CountDownLatch(1);
@@ -299,6 +305,13 @@ public final class Perftest {
         }
 
         private void close() {
+            if (my != null) {
+                for (PerftestFormat.Dest d : my) {
+                    if (d != null) {
+                        IN_PROCESS_QPS.remove(qpKey(d));
+                    }
+                }
+            }
             if (ch != null) {
                 try {
                     ch.close();
@@ -508,6 +521,30 @@ public final class Perftest {
                 int psn = ThreadLocalRandom.current().nextInt() & 0xFFFFFF;
                 my[i] = new PerftestFormat.Dest(pa.lid(), qps[i].qpNum(), psn, mrs[i].rkey(),
                         mrs[i].address() + bufSize, gid, outReads);
+                if (inProcess()) {
+                    IN_PROCESS_QPS.add(qpKey(my[i]));
+                }
+            }
+        }
+
+        private boolean inProcess() {
+            return "soft".equals(ctx.device().providerName());
+        }
+
+        private static String qpKey(PerftestFormat.Dest d) {
+            return java.util.HexFormat.of().formatHex(d.gid()) + "/" + d.qpn();
+        }
+
+        /**
+         * An in-process device cannot reach a QP of another process: say so now rather than after the
+         * first WRs time out.
+         */
+        private void checkReachable(PerftestFormat.Dest peer) {
+            if (inProcess() && !IN_PROCESS_QPS.contains(qpKey(peer))) {
+                throw new RunException("The peer's QP 0x" + Integer.toHexString(peer.qpn()) + " (GID "
+                        + Gid.of(peer.gid()).toInetAddress().getHostAddress() + ") is not in this process, and "
+                        + ctx.device().name() + " is an in-process device: it reaches only devices of this JVM. A server"
+                        + " and a client in two processes need a network device (RoCE); or use --loopback.");
             }
         }
 
@@ -522,6 +559,7 @@ public final class Perftest {
                 rem[i] = ch.handShake(my[i], withGid);
             }
             for (int i = 0; i < n; i++) {
+                checkReachable(rem[i]);
                 connect(qps[i], my[i], rem[i], mtu);
             }
             if (o.verb == Verb.SEND) {

@@ -241,6 +241,43 @@ class PerftestEndToEndTest {
         }
     }
 
+    /** A peer in another process (here a scripted perftest server) is out of reach of an in-process device. */
+    @Test
+    void inProcessDeviceRefusesAPeerOfAnotherProcess() throws Exception {
+        assumeTwoDevices();
+        byte[] gid;
+        try (var ctx = Verbs.device("soft1").open()) {
+            gid = ctx.queryGid(1, 0).toBytes();
+        }
+        try (ServerSocket ss = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            CompletableFuture<Void> fake = CompletableFuture.runAsync(() -> {
+                try (Socket s = ss.accept()) {
+                    var in = new DataInputStream(s.getInputStream());
+                    var out = s.getOutputStream();
+                    in.readFully(new byte[16]);
+                    out.write(PerftestWire.encodeVersion("6.29"));
+                    in.readFully(new byte[4]);
+                    out.write(PerftestWire.u32(4096));
+                    in.readFully(new byte[4]);
+                    out.write(PerftestWire.u32(64));
+                    in.readFully(new byte[2]);
+                    out.write(PerftestWire.encodeMtu(3));
+                    in.readFully(new byte[108]);
+                    out.write(PerftestWire.encodeKeys(new PerftestFormat.Dest(0, 0x7777, 1, 2, 4096, gid), true));
+                    in.read(); // until the client closes
+                } catch (IOException e) {
+                    throw new RuntimeException(e);
+                }
+            });
+            Out c = run("ib_write_bw", "-d", "soft0", "-n", "10", "-p", Integer.toString(ss.getLocalPort()),
+                    "127.0.0.1");
+            fake.get(30, TimeUnit.SECONDS);
+            assertEquals(1, c.rc(), c.out());
+            assertTrue(c.err().contains("The peer's QP 0x7777") && c.err().contains("in-process device"), c.err());
+            assertTrue(c.out().contains(" Mtu             : 1024[B]\n"), "the smaller MTU of the two: " + c.out());
+        }
+    }
+
     @Test
     void clearErrors() throws Exception {
         assumeTwoDevices();
