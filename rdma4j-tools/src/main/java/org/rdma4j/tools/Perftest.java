@@ -419,7 +419,12 @@ public final class Perftest {
             ch.exchangeSysData();
             mtu = Mtu.ofValue(ch.exchangeMtu(mtu.value()));
 
-            createResources(pa);
+            try {
+                createResources(pa);
+            } catch (OutOfMemoryError e) {
+                throw new RunException("Couldn't allocate " + o.numQps + " x " + 2 * bufSize / 1024
+                        + " KiB of buffers (" + e.getMessage() + "); use fewer QPs (-q) or smaller sizes");
+            }
             info = new PerftestFormat.TestInfo(o.verb.title(),
                     o.verb == Verb.ATOMIC ? (o.cmpAndSwap ? "CMP_AND_SWAP" : "FETCH_AND_ADD") : null, o.lat,
                     o.postList, dev.name(), o.numQps, "IB", o.connection, client, txDepth,
@@ -435,6 +440,12 @@ public final class Perftest {
 
         /** Depths, inline size and outstanding reads, as perftest's parser and ctx_set_* settle them. */
         private void settle(DeviceAttributes da) {
+            long samples = o.lat ? o.iters : o.noPeak || o.iters > 20000 ? 0 : o.iters * o.numQps;
+            if (o.duration == 0 && samples * 8 > Runtime.getRuntime().maxMemory() / 2) {
+                throw new RunException("-n " + o.iters + " keeps " + samples * 8 / (1 << 20) + " MiB of samples, more"
+                        + " than half of this JVM's heap (" + Runtime.getRuntime().maxMemory() / (1 << 20) + " MiB):"
+                        + " use fewer iterations, -D, or a larger heap (RDMA4J_JAVA_OPTS=-Xmx...)");
+            }
             txDepth = o.txDepth;
             if (!o.lat && o.duration == 0 && txDepth > o.iters) {
                 txDepth = (int) o.iters;

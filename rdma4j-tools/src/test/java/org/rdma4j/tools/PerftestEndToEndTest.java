@@ -289,6 +289,9 @@ class PerftestEndToEndTest {
         assertEquals(1, gid.rc());
         assertTrue(gid.err().contains("GID index 7 is out of range") && gid.err().contains("Its GID table:")
                 && gid.err().contains("   0: "), gid.err());
+        Out huge = run("ib_read_lat", "--loopback", "-n", "4000000000");
+        assertEquals(1, huge.rc());
+        assertTrue(huge.err().contains("MiB of samples") && huge.err().contains("-Xmx"), huge.err());
         int port = freePort();
         Out refused = run("ib_write_lat", "-p", Integer.toString(port), "127.0.0.1");
         assertEquals(1, refused.rc());
