@@ -14,7 +14,6 @@ import java.net.UnknownHostException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -447,7 +446,7 @@ public final class PerftestWire {
         @Override
         public String toString() {
             return (client ? "client " : "server ") + socket.getLocalSocketAddress() + " <-> "
-                    + socket.getRemoteSocketAddress() + " " + Arrays.toString(new String[] {peerVersion});
+                    + socket.getRemoteSocketAddress() + ", peer version " + peerVersion;
         }
     }
 }
