@@ -47,6 +47,8 @@ final class RoceLink implements Link {
     private static final int SLOT_BYTES = 8192;
     private static final int RX_BATCH = 32;
     private static final long RX_POLL_MS = 100;
+    /** A poller that polled within this window is taken to be still polling. */
+    private static final long POLLER_ACTIVE_NS = 200_000;
 
     private final SoftDevice device;
     private final Link local;
@@ -73,6 +75,8 @@ final class RoceLink implements Link {
         final UdpSocket socket;
         final Thread agent;
         final boolean ipv6;
+        /** The traffic class (TOS) the socket sends with now; engine lock. */
+        int trafficClass;
 
         Endpoint(InetAddress address) throws IOException {
             this.address = address;
@@ -83,27 +87,47 @@ final class RoceLink implements Link {
                 socket.setZeroChecksumReceive(true); // rxe sends IPv6 UDP with checksum 0
                 socket.setZeroChecksumSend(true);
             }
-            socket.setReceiveBufferSize(4 << 20);
-            socket.setSendBufferSize(4 << 20);
+            socket.setBufferSizesForced(8 << 20, 4 << 20);
             socket.setReceiveTimeout(RX_POLL_MS);
             this.agent = Thread.ofPlatform().daemon().name("rdma4j-roce-rx-" + device.name() + (ipv6 ? "-v6" : "-v4"))
                     .unstarted(this);
         }
 
+        // Receive state, guarded by rxLock: whoever holds it receives and dispatches, so datagrams are
+        // processed in the order the socket queued them even when an application thread polls too.
+        private final java.util.concurrent.locks.ReentrantLock rxLock = new java.util.concurrent.locks.ReentrantLock();
+        private final DatagramBatch batch = new DatagramBatch(RX_BATCH, SLOT_BYTES);
+        private final RoceParser parser = new RoceParser(RoceParser.IcrcCheck.SOLVE_IPV4_ID);
+        private final RocePacket pkt = new RocePacket();
+        private final PseudoHeader ip = new PseudoHeader();
+        private final Packet p = new Packet();
+        private final Sgl payload = new Sgl(1);
+        private final SockAddr lastFrom = new SockAddr();
+        private Gid lastFromGid;
+        /** When an application thread last polled this socket (System.nanoTime). */
+        private volatile long lastPollerNs;
+
+        /**
+         * The receive agent: waits for datagrams and dispatches them, unless application threads are
+         * busy-polling the device's CQs, which then receive on their own thread (see {@link #pollReceive}):
+         * handing a packet from this agent to a spinning poller costs a wake-up on another core (about
+         * 10 µs here), and on two cores a spinning poller and a woken agent fight for the CPU.
+         */
         @Override
         public void run() {
-            DatagramBatch batch = new DatagramBatch(RX_BATCH, SLOT_BYTES);
-            RoceParser parser = new RoceParser(RoceParser.IcrcCheck.SOLVE_IPV4_ID);
-            RocePacket pkt = new RocePacket();
-            PseudoHeader ip = new PseudoHeader();
-            Packet p = new Packet();
-            Sgl payload = new Sgl(1);
-            SockAddr lastFrom = new SockAddr();
-            Gid lastFromGid = null;
             while (!closed) {
-                int n;
                 try {
-                    n = socket.receiveBatch(batch);
+                    if (!socket.awaitReadable(RX_POLL_MS)) {
+                        continue;
+                    }
+                    if (System.nanoTime() - lastPollerNs < POLLER_ACTIVE_NS) {
+                        // a poller is active and will take it; look again later (bounded: it checks the clock)
+                        java.util.concurrent.locks.LockSupport.parkNanos(POLLER_ACTIVE_NS / 4);
+                        continue;
+                    }
+                    if (!drain()) {
+                        java.util.concurrent.locks.LockSupport.parkNanos(10_000);
+                    }
                 } catch (ClosedChannelException e) {
                     return;
                 } catch (IOException e) {
@@ -111,49 +135,89 @@ final class RoceLink implements Link {
                         return;
                     }
                     device.countOutsideEngine(SoftCounter.ROCE_RX_ERRORS);
-                    continue;
-                }
-                if (n == 0) {
-                    continue;
-                }
-                device.fabric.lockEngine();
-                try {
-                    for (int i = 0; i < n; i++) {
-                        SockAddr from = batch.address(i);
-                        if (batch.truncated(i)) {
-                            device.count(SoftCounter.DROP_MALFORMED);
-                            continue;
-                        }
-                        if (ipv6 != from.isIpv6()) {
-                            device.count(SoftCounter.DROP_MALFORMED);
-                            continue;
-                        }
-                        if (lastFromGid == null || !lastFrom.equals(from)) {
-                            lastFrom.set(from);
-                            byte[] g = new byte[16];
-                            from.copyGidTo(g, 0);
-                            lastFromGid = Gid.of(g);
-                        }
-                        fill(ip, lastFromGid, gid, from.port(), config.udpPort());
-                        MemorySegment buf = batch.buffer(i);
-                        RoceStatus st = parser.parse(pkt, buf, 0, batch.length(i), ip);
-                        if (st != RoceStatus.OK) {
-                            device.count(st == RoceStatus.BAD_ICRC ? SoftCounter.ICRC_ERROR : SoftCounter.DROP_MALFORMED);
-                            continue;
-                        }
-                        decode(pkt, p, payload);
-                        p.sgid = lastFromGid;
-                        p.dgid = gid;
-                        device.receive(p);
-                    }
-                } catch (RuntimeException e) {
-                    // A bug must not kill the agent: count it; the protocol recovers what it can.
-                    device.count(SoftCounter.ROCE_RX_ERRORS);
-                } finally {
-                    device.fabric.engine.unlock();
                 }
             }
         }
+
+        /** Called by a thread that polls a CQ of the device and found it empty. */
+        boolean poll() {
+            lastPollerNs = System.nanoTime();
+            try {
+                return drain();
+            } catch (IOException e) {
+                return false;
+            }
+        }
+
+        /**
+         * Receives what the socket has queued and dispatches it under the engine lock.
+         *
+         * @return whether a datagram was received
+         */
+        private boolean drain() throws IOException {
+            if (!rxLock.tryLock()) {
+                return false;
+            }
+            try {
+                int n = socket.receiveBatchNow(batch);
+                if (n == 0) {
+                    return false;
+                }
+                dispatch(n);
+                return true;
+            } finally {
+                rxLock.unlock();
+            }
+        }
+
+        private void dispatch(int n) {
+            device.fabric.lockEngine();
+            try {
+                for (int i = 0; i < n; i++) {
+                    SockAddr from = batch.address(i);
+                    if (batch.truncated(i) || ipv6 != from.isIpv6()) {
+                        device.count(SoftCounter.DROP_MALFORMED);
+                        continue;
+                    }
+                    if (lastFromGid == null || !lastFrom.equals(from)) {
+                        lastFrom.set(from);
+                        byte[] g = new byte[16];
+                        from.copyGidTo(g, 0);
+                        lastFromGid = Gid.of(g);
+                    }
+                    fill(ip, lastFromGid, gid, from.port(), config.udpPort());
+                    RoceStatus st = parser.parse(pkt, batch.buffer(i), 0, batch.length(i), ip);
+                    if (st != RoceStatus.OK) {
+                        // rxe_rcv: a bad ICRC is counted and dropped; so is anything malformed
+                        device.count(st == RoceStatus.BAD_ICRC ? SoftCounter.ICRC_ERROR : SoftCounter.DROP_MALFORMED);
+                        continue;
+                    }
+                    decode(pkt, p, payload);
+                    p.sgid = lastFromGid;
+                    p.dgid = gid;
+                    device.receive(p);
+                }
+            } catch (RuntimeException e) {
+                // A bug must not kill the receiver: count it; RC recovers the packet by retransmission.
+                device.count(SoftCounter.ROCE_RX_ERRORS);
+            } finally {
+                device.fabric.engine.unlock();
+            }
+        }
+    }
+
+    /**
+     * Lets an application thread that polls an empty CQ receive on its own thread (busy-poll mode, as
+     * UCX and DPDK-style stacks do), so a ping-pong needs no cross-core wake-up per packet.
+     *
+     * @return whether any datagram was received
+     */
+    boolean pollReceive() {
+        boolean got = false;
+        for (int i = 0; i < endpoints.size(); i++) {
+            got |= endpoints.get(i).poll();
+        }
+        return got;
     }
 
     RoceLink(SoftDevice device, Link local, RoceConfig config) {
@@ -258,7 +322,10 @@ final class RoceLink implements Link {
             txToGid = p.dgid;
         }
         try {
-            ep.socket.setTrafficClass(p.trafficClass);
+            if (p.trafficClass != ep.trafficClass) {
+                ep.socket.setTrafficClass(p.trafficClass); // a system call: only when the class changes
+                ep.trafficClass = p.trafficClass;
+            }
             if (ep.socket.send(txBuf.asSlice(0, len), txTo) < 0) {
                 from.count(SoftCounter.ROCE_TX_ERRORS);
             }

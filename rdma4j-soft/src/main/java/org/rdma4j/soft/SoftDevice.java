@@ -14,6 +14,7 @@ import org.rdma4j.verbs.Gid;
 import org.rdma4j.verbs.Mtu;
 import org.rdma4j.verbs.PortAttributes;
 import org.rdma4j.verbs.PortState;
+import org.rdma4j.verbs.QpType;
 import org.rdma4j.verbs.VerbsException;
 
 /**
@@ -57,7 +58,7 @@ public final class SoftDevice implements Device {
     private final SplittableRandom keyVariants;
     private final SoftQp[] qps = new SoftQp[MAX_QP + FIRST_QPN];
     private int nextQpn = FIRST_QPN;
-    /** Where this device's engine sends packets (engine lock for writes). */
+    /** Where this device's engine sends packets (engine lock for writes; see {@link #link(Link)}). */
     Link link;
 
     SoftDevice(SoftFabric fabric, String name, int index) {
@@ -185,6 +186,17 @@ public final class SoftDevice implements Device {
         return roce != null;
     }
 
+    /**
+     * Gives a thread polling an empty CQ the chance to receive what the wire brought (RoCE devices
+     * only; the in-process link delivers on the sender's thread).
+     *
+     * @return whether a packet was received
+     */
+    boolean pollLink() {
+        RoceLink r = roce;
+        return r != null && r.pollReceive();
+    }
+
     /** Counts from a thread that does not hold the engine lock. */
     void countOutsideEngine(SoftCounter c) {
         fabric.lockEngine();
@@ -283,6 +295,25 @@ public final class SoftDevice implements Device {
         qps[qpn] = null;
     }
 
+    /**
+     * Attaches the device to another link (a RoCEv2 one, or a decorator of the current one).
+     *
+     * @param l the link its engine sends through from now on
+     */
+    void link(Link l) {
+        fabric.lockEngine();
+        try {
+            link = l;
+        } finally {
+            fabric.engine.unlock();
+        }
+    }
+
+    /** @return the link the device sends through */
+    Link link() {
+        return link;
+    }
+
     // ---- receive dispatcher (rxe_recv.c); engine lock held ----
 
     /**
@@ -311,6 +342,12 @@ public final class SoftDevice implements Device {
         };
         if (transport != expected) {
             count(SoftCounter.DROP_BAD_STATE);
+            return;
+        }
+        // rxe check_addr: a connected QP takes packets only from its peer's address to its own, so a
+        // third host that guesses a QPN and PSN cannot inject into the connection.
+        if (qp.type != QpType.UD && qp.sgid != null && !(qp.dgid.equals(p.sgid) && qp.sgid.equals(p.dgid))) {
+            count(SoftCounter.DROP_BAD_ADDRESS);
             return;
         }
         if ((mask & Opcodes.M_REQ) != 0) {

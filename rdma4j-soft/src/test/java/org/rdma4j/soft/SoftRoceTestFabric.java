@@ -13,8 +13,7 @@ import org.rdma4j.verbs.PortState;
 
 /**
  * The conformance fixture over RoCEv2: two hosts (two {@link SoftFabric}s, so no in-process shortcut)
- * with one RoCE device each, bound to 127.0.0.1 and 127.0.0.2 (or ::1 for IPv6 with a second loopback
- * alias unavailable, so IPv6 uses one address and two ports) on a free UDP port, on a shared manual
+ * with one RoCE device each, bound to 127.0.0.1 and 127.0.0.2 on a free UDP port, on a shared manual
  * clock. Device 0 and 1 reach each other only through UDP sockets.
  */
 final class SoftRoceTestFabric implements Fabric {
@@ -24,8 +23,12 @@ final class SoftRoceTestFabric implements Fabric {
     private final SoftDevice[] devices;
 
     SoftRoceTestFabric(ManualClock clock) {
+        this(clock, freeUdpPort());
+    }
+
+    /** @param port the UDP port both devices bind and send to */
+    SoftRoceTestFabric(ManualClock clock, int port) {
         this.clock = clock;
-        int port = freeUdpPort();
         this.hostA = new SoftFabric(clock);
         this.hostB = new SoftFabric(clock);
         try {

@@ -3,8 +3,8 @@ package org.rdma4j.wire;
 import java.lang.foreign.MemorySegment;
 
 /**
- * Flyweight over an ACK Extended Transport Header (IBA 9.3.5, 4 bytes): {@code 0 Syndrome, 1-3 MSN}.
- * The syndrome's bits 6..5 give the kind (00 ACK, 01 RNR NAK, 11 NAK; IBA table 44) and bits 4..0 the
+ * Flyweight over an ACK Extended Transport Header (IBA 9.3; rxe_hdr.h struct rxe_aeth; 4 bytes): {@code 0 Syndrome, 1-3 MSN}.
+ * The syndrome's bits 6..5 give the kind (00 ACK, 01 RNR NAK, 11 NAK; rxe_hdr.h enum aeth_syndrome) and bits 4..0 the
  * credit count, RNR timer or NAK code. Not thread-safe.
  */
 public final class Aeth {
@@ -32,7 +32,15 @@ public final class Aeth {
     private MemorySegment seg;
     private long off;
 
-    /** @param segment memory @param offset offset of the header @return this */
+    /**
+
+     * @param segment memory
+
+     * @param offset offset of the header
+
+     * @return this
+
+     */
     public Aeth wrap(MemorySegment segment, long offset) {
         this.seg = segment;
         this.off = offset;
@@ -49,7 +57,13 @@ public final class Aeth {
         return Be.u8(seg, off);
     }
 
-    /** @param v syndrome @return this */
+    /**
+
+     * @param v syndrome
+
+     * @return this
+
+     */
     public Aeth syndrome(int v) {
         Be.u8(seg, off, v);
         return this;
@@ -70,7 +84,13 @@ public final class Aeth {
         return Be.u24(seg, off + 1);
     }
 
-    /** @param v MSN (24 bits) @return this */
+    /**
+
+     * @param v MSN (24 bits)
+
+     * @return this
+
+     */
     public Aeth msn(int v) {
         Be.u24(seg, off + 1, v & 0xFF_FFFF);
         return this;

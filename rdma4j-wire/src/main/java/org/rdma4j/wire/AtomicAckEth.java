@@ -2,7 +2,7 @@ package org.rdma4j.wire;
 
 import java.lang.foreign.MemorySegment;
 
-/** Flyweight over an Atomic Acknowledge Extended Transport Header (IBA 9.3.6, 8 bytes): the original remote data. */
+/** Flyweight over an Atomic Acknowledge Extended Transport Header (IBA 9.3; rxe_hdr.h struct rxe_atmack; 8 bytes): the original remote data. */
 public final class AtomicAckEth {
     /** Length of the AtomicAckETH in bytes. */
     public static final int LENGTH = 8;
@@ -10,7 +10,15 @@ public final class AtomicAckEth {
     private MemorySegment seg;
     private long off;
 
-    /** @param segment memory @param offset offset of the header @return this */
+    /**
+
+     * @param segment memory
+
+     * @param offset offset of the header
+
+     * @return this
+
+     */
     public AtomicAckEth wrap(MemorySegment segment, long offset) {
         this.seg = segment;
         this.off = offset;
@@ -27,7 +35,13 @@ public final class AtomicAckEth {
         return Be.i64(seg, off);
     }
 
-    /** @param v original remote data @return this */
+    /**
+
+     * @param v original remote data
+
+     * @return this
+
+     */
     public AtomicAckEth origRemoteData(long v) {
         Be.i64(seg, off, v);
         return this;

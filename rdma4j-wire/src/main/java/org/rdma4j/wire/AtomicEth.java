@@ -3,7 +3,7 @@ package org.rdma4j.wire;
 import java.lang.foreign.MemorySegment;
 
 /**
- * Flyweight over an Atomic Extended Transport Header (IBA 9.3.3.2, 28 bytes): {@code 0-7 VA, 8-11 R_Key,
+ * Flyweight over an Atomic Extended Transport Header (IBA 9.3; rxe_hdr.h struct rxe_atmeth, packed; 28 bytes): {@code 0-7 VA, 8-11 R_Key,
  * 12-19 Swap (CmpSwap) or Add (FetchAdd) data, 20-27 Compare data}. Not thread-safe.
  */
 public final class AtomicEth {
@@ -13,7 +13,15 @@ public final class AtomicEth {
     private MemorySegment seg;
     private long off;
 
-    /** @param segment memory @param offset offset of the header @return this */
+    /**
+
+     * @param segment memory
+
+     * @param offset offset of the header
+
+     * @return this
+
+     */
     public AtomicEth wrap(MemorySegment segment, long offset) {
         this.seg = segment;
         this.off = offset;
@@ -30,7 +38,13 @@ public final class AtomicEth {
         return Be.i64(seg, off);
     }
 
-    /** @param v VA @return this */
+    /**
+
+     * @param v VA
+
+     * @return this
+
+     */
     public AtomicEth va(long v) {
         Be.i64(seg, off, v);
         return this;
@@ -41,7 +55,13 @@ public final class AtomicEth {
         return Be.i32(seg, off + 8);
     }
 
-    /** @param v R_Key @return this */
+    /**
+
+     * @param v R_Key
+
+     * @return this
+
+     */
     public AtomicEth rkey(int v) {
         Be.i32(seg, off + 8, v);
         return this;
@@ -52,7 +72,13 @@ public final class AtomicEth {
         return Be.i64(seg, off + 12);
     }
 
-    /** @param v Swap or Add data @return this */
+    /**
+
+     * @param v Swap or Add data
+
+     * @return this
+
+     */
     public AtomicEth swapAdd(long v) {
         Be.i64(seg, off + 12, v);
         return this;
@@ -63,7 +89,13 @@ public final class AtomicEth {
         return Be.i64(seg, off + 20);
     }
 
-    /** @param v Compare data @return this */
+    /**
+
+     * @param v Compare data
+
+     * @return this
+
+     */
     public AtomicEth compare(long v) {
         Be.i64(seg, off + 20, v);
         return this;

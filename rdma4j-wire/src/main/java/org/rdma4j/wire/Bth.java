@@ -15,7 +15,7 @@ import java.lang.foreign.MemorySegment;
 public final class Bth {
     /** Length of the BTH in bytes. */
     public static final int LENGTH = 12;
-    /** The only transport header version defined (IBA 9.2.1, C9-2); rxe drops others ("bad tver"). */
+    /** The only transport header version defined (IBA 9.2); rxe drops others (rxe_recv.c hdr_check "bad tver"). */
     public static final int TVER = 0;
     /** The default (full-member) partition key; rxe sends it and accepts keys that match it (pkey_match). */
     public static final int DEFAULT_PKEY = 0xFFFF;
@@ -49,7 +49,13 @@ public final class Bth {
         return Be.u8(seg, off);
     }
 
-    /** @param v OpCode @return this */
+    /**
+
+     * @param v OpCode
+
+     * @return this
+
+     */
     public Bth opcode(int v) {
         Be.u8(seg, off, v);
         return this;
@@ -60,7 +66,13 @@ public final class Bth {
         return (Be.u8(seg, off + 1) & 0x80) != 0;
     }
 
-    /** @param v SE @return this */
+    /**
+
+     * @param v SE
+
+     * @return this
+
+     */
     public Bth solicited(boolean v) {
         Be.bits(seg, off + 1, 0x80, v ? 0x80 : 0);
         return this;
@@ -71,7 +83,13 @@ public final class Bth {
         return (Be.u8(seg, off + 1) & 0x40) != 0;
     }
 
-    /** @param v M @return this */
+    /**
+
+     * @param v M
+
+     * @return this
+
+     */
     public Bth migReq(boolean v) {
         Be.bits(seg, off + 1, 0x40, v ? 0x40 : 0);
         return this;
@@ -82,7 +100,13 @@ public final class Bth {
         return (Be.u8(seg, off + 1) >>> 4) & 3;
     }
 
-    /** @param v PadCnt (0..3) @return this */
+    /**
+
+     * @param v PadCnt (0..3)
+
+     * @return this
+
+     */
     public Bth padCount(int v) {
         Be.bits(seg, off + 1, 0x30, v << 4);
         return this;
@@ -93,7 +117,13 @@ public final class Bth {
         return Be.u8(seg, off + 1) & 0x0F;
     }
 
-    /** @param v TVer (0..15) @return this */
+    /**
+
+     * @param v TVer (0..15)
+
+     * @return this
+
+     */
     public Bth tver(int v) {
         Be.bits(seg, off + 1, 0x0F, v);
         return this;
@@ -104,7 +134,13 @@ public final class Bth {
         return Be.u16(seg, off + 2);
     }
 
-    /** @param v P_Key (16 bits) @return this */
+    /**
+
+     * @param v P_Key (16 bits)
+
+     * @return this
+
+     */
     public Bth pkey(int v) {
         Be.u16(seg, off + 2, v);
         return this;
@@ -115,7 +151,13 @@ public final class Bth {
         return (Be.u8(seg, off + 4) & 0x80) != 0;
     }
 
-    /** @param v FECN @return this */
+    /**
+
+     * @param v FECN
+
+     * @return this
+
+     */
     public Bth fecn(boolean v) {
         Be.bits(seg, off + 4, 0x80, v ? 0x80 : 0);
         return this;
@@ -126,7 +168,13 @@ public final class Bth {
         return (Be.u8(seg, off + 4) & 0x40) != 0;
     }
 
-    /** @param v BECN @return this */
+    /**
+
+     * @param v BECN
+
+     * @return this
+
+     */
     public Bth becn(boolean v) {
         Be.bits(seg, off + 4, 0x40, v ? 0x40 : 0);
         return this;
@@ -137,7 +185,13 @@ public final class Bth {
         return Be.u8(seg, off + 4) & 0x3F;
     }
 
-    /** @param v the 6 reserved bits of byte 4 @return this */
+    /**
+
+     * @param v the 6 reserved bits of byte 4
+
+     * @return this
+
+     */
     public Bth resv6(int v) {
         Be.bits(seg, off + 4, 0x3F, v);
         return this;
@@ -148,7 +202,13 @@ public final class Bth {
         return Be.u24(seg, off + 5);
     }
 
-    /** @param v DestQP (24 bits) @return this */
+    /**
+
+     * @param v DestQP (24 bits)
+
+     * @return this
+
+     */
     public Bth destQp(int v) {
         Be.u24(seg, off + 5, v & 0xFF_FFFF);
         return this;
@@ -159,7 +219,13 @@ public final class Bth {
         return (Be.u8(seg, off + 8) & 0x80) != 0;
     }
 
-    /** @param v A @return this */
+    /**
+
+     * @param v A
+
+     * @return this
+
+     */
     public Bth ackReq(boolean v) {
         Be.bits(seg, off + 8, 0x80, v ? 0x80 : 0);
         return this;
@@ -170,7 +236,13 @@ public final class Bth {
         return Be.u8(seg, off + 8) & 0x7F;
     }
 
-    /** @param v the 7 reserved bits of byte 8 @return this */
+    /**
+
+     * @param v the 7 reserved bits of byte 8
+
+     * @return this
+
+     */
     public Bth resv7(int v) {
         Be.bits(seg, off + 8, 0x7F, v);
         return this;
@@ -181,7 +253,13 @@ public final class Bth {
         return Be.u24(seg, off + 9);
     }
 
-    /** @param v PSN (24 bits) @return this */
+    /**
+
+     * @param v PSN (24 bits)
+
+     * @return this
+
+     */
     public Bth psn(int v) {
         Be.u24(seg, off + 9, v & 0xFF_FFFF);
         return this;

@@ -2,17 +2,25 @@ package org.rdma4j.wire;
 
 import java.lang.foreign.MemorySegment;
 
-/** Flyweight over a Datagram Extended Transport Header (IBA 9.3.2, 8 bytes): {@code 0-3 Q_Key, 4 reserved, 5-7 SrcQP}. */
+/** Flyweight over a Datagram Extended Transport Header (IBA 9.3; rxe_hdr.h struct rxe_deth; 8 bytes): {@code 0-3 Q_Key, 4 reserved, 5-7 SrcQP}. */
 public final class Deth {
     /** Length of the DETH in bytes. */
     public static final int LENGTH = 8;
-    /** The Q_Key of the general services interface QP1 (IBA 13.5.3.3); CM MADs carry it. */
+    /** The Q_Key of the general services interface QP1 (IBA management chapter; rxe check_keys uses it for QP1); CM MADs carry it. */
     public static final int GSI_QKEY = 0x80010000;
 
     private MemorySegment seg;
     private long off;
 
-    /** @param segment memory @param offset offset of the header @return this */
+    /**
+
+     * @param segment memory
+
+     * @param offset offset of the header
+
+     * @return this
+
+     */
     public Deth wrap(MemorySegment segment, long offset) {
         this.seg = segment;
         this.off = offset;
@@ -29,7 +37,13 @@ public final class Deth {
         return Be.i32(seg, off);
     }
 
-    /** @param v Q_Key @return this */
+    /**
+
+     * @param v Q_Key
+
+     * @return this
+
+     */
     public Deth qkey(int v) {
         Be.i32(seg, off, v);
         return this;
@@ -40,7 +54,13 @@ public final class Deth {
         return Be.u8(seg, off + 4);
     }
 
-    /** @param v the reserved byte 4 @return this */
+    /**
+
+     * @param v the reserved byte 4
+
+     * @return this
+
+     */
     public Deth reserved(int v) {
         Be.u8(seg, off + 4, v);
         return this;
@@ -51,7 +71,13 @@ public final class Deth {
         return Be.u24(seg, off + 5);
     }
 
-    /** @param v SrcQP (24 bits) @return this */
+    /**
+
+     * @param v SrcQP (24 bits)
+
+     * @return this
+
+     */
     public Deth srcQp(int v) {
         Be.u24(seg, off + 5, v & 0xFF_FFFF);
         return this;

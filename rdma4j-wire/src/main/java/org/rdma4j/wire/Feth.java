@@ -14,7 +14,15 @@ public final class Feth {
     private MemorySegment seg;
     private long off;
 
-    /** @param segment memory @param offset offset of the header @return this */
+    /**
+
+     * @param segment memory
+
+     * @param offset offset of the header
+
+     * @return this
+
+     */
     public Feth wrap(MemorySegment segment, long offset) {
         this.seg = segment;
         this.off = offset;
@@ -31,7 +39,13 @@ public final class Feth {
         return Be.i32(seg, off);
     }
 
-    /** @param v the whole 32-bit FETH word @return this */
+    /**
+
+     * @param v the whole 32-bit FETH word
+
+     * @return this
+
+     */
     public Feth word(int v) {
         Be.i32(seg, off, v);
         return this;

@@ -26,7 +26,13 @@ public final class Gids {
         return of(0L, 0x0000_FFFF_0000_0000L | (ipv4 & 0xFFFF_FFFFL));
     }
 
-    /** @param gid 16 bytes @return whether the GID is IPv4-mapped ({@code ::ffff:0:0/96}) */
+    /**
+
+     * @param gid 16 bytes
+
+     * @return whether the GID is IPv4-mapped ({@code ::ffff:0:0/96})
+
+     */
     public static boolean isIpv4Mapped(byte[] gid) {
         check(gid);
         return hi(gid) == 0 && (lo(gid) >>> 32) == 0xFFFF;
@@ -67,7 +73,13 @@ public final class Gids {
         return g;
     }
 
-    /** @param address an IPv4 or IPv6 address @return its GID (IPv4 addresses mapped) */
+    /**
+
+     * @param address an IPv4 or IPv6 address
+
+     * @return its GID (IPv4 addresses mapped)
+
+     */
     public static byte[] of(InetAddress address) {
         return switch (address) {
             case Inet4Address a -> ipv4Mapped(ipv4(a));
@@ -76,13 +88,25 @@ public final class Gids {
         };
     }
 
-    /** @param address an IPv4 address @return it, big-endian in an int */
+    /**
+
+     * @param address an IPv4 address
+
+     * @return it, big-endian in an int
+
+     */
     public static int ipv4(Inet4Address address) {
         byte[] b = address.getAddress();
         return ((b[0] & 0xFF) << 24) | ((b[1] & 0xFF) << 16) | ((b[2] & 0xFF) << 8) | (b[3] & 0xFF);
     }
 
-    /** @param gid 16 bytes @return an {@link Inet4Address} for an IPv4-mapped GID, else an {@link Inet6Address} */
+    /**
+
+     * @param gid 16 bytes
+
+     * @return an {@link Inet4Address} for an IPv4-mapped GID, else an {@link Inet6Address}
+
+     */
     public static InetAddress toInetAddress(byte[] gid) {
         check(gid);
         try {
@@ -93,16 +117,59 @@ public final class Gids {
         }
     }
 
-    /** @param gid 16 bytes @return inet_ntop-like text, {@code ::ffff:a.b.c.d} for IPv4-mapped GIDs */
+    /**
+     * @param gid 16 bytes
+     * @return the text inet_ntop(AF_INET6) gives (RFC 5952: lower-case hex, the longest run of two or more zero
+     *         groups as "::"), with {@code ::ffff:a.b.c.d} for IPv4-mapped GIDs, as ibv_rc_pingpong prints GIDs
+     */
     public static String toString(byte[] gid) {
         check(gid);
         if (isIpv4Mapped(gid)) {
             return "::ffff:" + (gid[12] & 0xFF) + "." + (gid[13] & 0xFF) + "." + (gid[14] & 0xFF) + "." + (gid[15] & 0xFF);
         }
-        return toInetAddress(gid).getHostAddress();
+        int[] g = new int[8];
+        for (int i = 0; i < 8; i++) {
+            g[i] = ((gid[2 * i] & 0xFF) << 8) | (gid[2 * i + 1] & 0xFF);
+        }
+        int bestAt = -1;
+        int bestLen = 1; // a single zero group is not compressed
+        for (int i = 0; i < 8; ) {
+            if (g[i] != 0) {
+                i++;
+                continue;
+            }
+            int j = i;
+            while (j < 8 && g[j] == 0) {
+                j++;
+            }
+            if (j - i > bestLen) {
+                bestAt = i;
+                bestLen = j - i;
+            }
+            i = j;
+        }
+        StringBuilder b = new StringBuilder(39);
+        for (int i = 0; i < 8; i++) {
+            if (i == bestAt) {
+                b.append("::");
+                i += bestLen - 1;
+                continue;
+            }
+            if (b.length() > 0 && b.charAt(b.length() - 1) != ':') {
+                b.append(':');
+            }
+            b.append(Integer.toHexString(g[i]));
+        }
+        return b.toString();
     }
 
-    /** @param gid 16 bytes @return the high 64 bits, big-endian */
+    /**
+
+     * @param gid 16 bytes
+
+     * @return the high 64 bits, big-endian
+
+     */
     public static long hi(byte[] gid) {
         check(gid);
         long v = 0;
@@ -112,7 +179,13 @@ public final class Gids {
         return v;
     }
 
-    /** @param gid 16 bytes @return the low 64 bits, big-endian */
+    /**
+
+     * @param gid 16 bytes
+
+     * @return the low 64 bits, big-endian
+
+     */
     public static long lo(byte[] gid) {
         check(gid);
         long v = 0;
@@ -122,7 +195,15 @@ public final class Gids {
         return v;
     }
 
-    /** @param hi high 64 bits @param lo low 64 bits @return a new 16-byte GID */
+    /**
+
+     * @param hi high 64 bits
+
+     * @param lo low 64 bits
+
+     * @return a new 16-byte GID
+
+     */
     public static byte[] of(long hi, long lo) {
         byte[] g = new byte[LENGTH];
         for (int i = 0; i < 8; i++) {

@@ -173,7 +173,13 @@ public final class Icrc {
         return v;
     }
 
-    /** @return whether the stored ICRC equals the computed one for exactly these IP/UDP fields */
+    /**
+     * @param ip  IP/UDP fields, the IPv4 ID included
+     * @param seg memory holding the UDP payload
+     * @param off offset of the BTH
+     * @param len UDP payload length
+     * @return whether the stored ICRC equals the computed one for exactly these IP/UDP fields
+     */
     public boolean verify(PseudoHeader ip, MemorySegment seg, long off, int len) {
         return compute(ip, seg, off, len) == stored(seg, off, len);
     }

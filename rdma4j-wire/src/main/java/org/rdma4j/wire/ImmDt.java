@@ -3,7 +3,7 @@ package org.rdma4j.wire;
 import java.lang.foreign.MemorySegment;
 
 /**
- * Flyweight over the Immediate Data header (IBA 9.3.4, 4 bytes). The 32 bits are opaque: they travel
+ * Flyweight over the Immediate Data header (IBA 9.3; rxe_hdr.h struct rxe_immdt; 4 bytes). The 32 bits are opaque: they travel
  * unchanged from the sender's work request to the receiver's completion (a {@code __be32} in verbs).
  */
 public final class ImmDt {
@@ -13,7 +13,15 @@ public final class ImmDt {
     private MemorySegment seg;
     private long off;
 
-    /** @param segment memory @param offset offset of the header @return this */
+    /**
+
+     * @param segment memory
+
+     * @param offset offset of the header
+
+     * @return this
+
+     */
     public ImmDt wrap(MemorySegment segment, long offset) {
         this.seg = segment;
         this.off = offset;
@@ -30,7 +38,13 @@ public final class ImmDt {
         return Be.i32(seg, off);
     }
 
-    /** @param v immediate data, written big-endian @return this */
+    /**
+
+     * @param v immediate data, written big-endian
+
+     * @return this
+
+     */
     public ImmDt imm(int v) {
         Be.i32(seg, off, v);
         return this;

@@ -26,7 +26,15 @@ public final class Ipv4Header {
     private MemorySegment seg;
     private long off;
 
-    /** @param segment memory @param offset offset of the header @return this */
+    /**
+
+     * @param segment memory
+
+     * @param offset offset of the header
+
+     * @return this
+
+     */
     public Ipv4Header wrap(MemorySegment segment, long offset) {
         this.seg = segment;
         this.off = offset;
@@ -43,7 +51,13 @@ public final class Ipv4Header {
         return Be.u8(seg, off) >>> 4;
     }
 
-    /** @param v Version @return this */
+    /**
+
+     * @param v Version
+
+     * @return this
+
+     */
     public Ipv4Header version(int v) {
         Be.bits(seg, off, 0xF0, v << 4);
         return this;
@@ -54,7 +68,13 @@ public final class Ipv4Header {
         return Be.u8(seg, off) & 0x0F;
     }
 
-    /** @param v IHL @return this */
+    /**
+
+     * @param v IHL
+
+     * @return this
+
+     */
     public Ipv4Header ihl(int v) {
         Be.bits(seg, off, 0x0F, v);
         return this;
@@ -65,7 +85,13 @@ public final class Ipv4Header {
         return Be.u8(seg, off + 1);
     }
 
-    /** @param v TOS @return this */
+    /**
+
+     * @param v TOS
+
+     * @return this
+
+     */
     public Ipv4Header tos(int v) {
         Be.u8(seg, off + 1, v);
         return this;
@@ -76,7 +102,13 @@ public final class Ipv4Header {
         return Be.u16(seg, off + 2);
     }
 
-    /** @param v Total Length @return this */
+    /**
+
+     * @param v Total Length
+
+     * @return this
+
+     */
     public Ipv4Header totalLength(int v) {
         Be.u16(seg, off + 2, v);
         return this;
@@ -87,7 +119,13 @@ public final class Ipv4Header {
         return Be.u16(seg, off + 4);
     }
 
-    /** @param v Identification @return this */
+    /**
+
+     * @param v Identification
+
+     * @return this
+
+     */
     public Ipv4Header identification(int v) {
         Be.u16(seg, off + 4, v);
         return this;
@@ -98,7 +136,13 @@ public final class Ipv4Header {
         return Be.u16(seg, off + 6);
     }
 
-    /** @param v the flags and fragment offset word @return this */
+    /**
+
+     * @param v the flags and fragment offset word
+
+     * @return this
+
+     */
     public Ipv4Header flagsFragment(int v) {
         Be.u16(seg, off + 6, v);
         return this;
@@ -119,7 +163,13 @@ public final class Ipv4Header {
         return Be.u8(seg, off + 8);
     }
 
-    /** @param v TTL @return this */
+    /**
+
+     * @param v TTL
+
+     * @return this
+
+     */
     public Ipv4Header ttl(int v) {
         Be.u8(seg, off + 8, v);
         return this;
@@ -130,7 +180,13 @@ public final class Ipv4Header {
         return Be.u8(seg, off + 9);
     }
 
-    /** @param v Protocol @return this */
+    /**
+
+     * @param v Protocol
+
+     * @return this
+
+     */
     public Ipv4Header protocol(int v) {
         Be.u8(seg, off + 9, v);
         return this;
@@ -141,7 +197,13 @@ public final class Ipv4Header {
         return Be.u16(seg, off + 10);
     }
 
-    /** @param v Header Checksum @return this */
+    /**
+
+     * @param v Header Checksum
+
+     * @return this
+
+     */
     public Ipv4Header checksum(int v) {
         Be.u16(seg, off + 10, v);
         return this;
@@ -152,7 +214,13 @@ public final class Ipv4Header {
         return Be.i32(seg, off + 12);
     }
 
-    /** @param v Source Address @return this */
+    /**
+
+     * @param v Source Address
+
+     * @return this
+
+     */
     public Ipv4Header source(int v) {
         Be.i32(seg, off + 12, v);
         return this;
@@ -163,7 +231,13 @@ public final class Ipv4Header {
         return Be.i32(seg, off + 16);
     }
 
-    /** @param v Destination Address @return this */
+    /**
+
+     * @param v Destination Address
+
+     * @return this
+
+     */
     public Ipv4Header destination(int v) {
         Be.i32(seg, off + 16, v);
         return this;
@@ -189,7 +263,11 @@ public final class Ipv4Header {
         return ~sum & 0xFFFF;
     }
 
-    /** Stores {@link #computeChecksum()} in the checksum field. @return this */
+    /**
+     * Stores {@link #computeChecksum()} in the checksum field.
+     *
+     * @return this
+     */
     public Ipv4Header updateChecksum() {
         return checksum(computeChecksum());
     }

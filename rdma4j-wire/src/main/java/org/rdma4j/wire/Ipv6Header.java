@@ -19,7 +19,15 @@ public final class Ipv6Header {
     private MemorySegment seg;
     private long off;
 
-    /** @param segment memory @param offset offset of the header @return this */
+    /**
+
+     * @param segment memory
+
+     * @param offset offset of the header
+
+     * @return this
+
+     */
     public Ipv6Header wrap(MemorySegment segment, long offset) {
         this.seg = segment;
         this.off = offset;
@@ -36,7 +44,13 @@ public final class Ipv6Header {
         return Be.u8(seg, off) >>> 4;
     }
 
-    /** @param v Version @return this */
+    /**
+
+     * @param v Version
+
+     * @return this
+
+     */
     public Ipv6Header version(int v) {
         Be.bits(seg, off, 0xF0, v << 4);
         return this;
@@ -47,7 +61,13 @@ public final class Ipv6Header {
         return (Be.i32(seg, off) >>> 20) & 0xFF;
     }
 
-    /** @param v Traffic Class @return this */
+    /**
+
+     * @param v Traffic Class
+
+     * @return this
+
+     */
     public Ipv6Header trafficClass(int v) {
         int w = Be.i32(seg, off);
         Be.i32(seg, off, (w & 0xF00F_FFFF) | ((v & 0xFF) << 20));
@@ -59,7 +79,13 @@ public final class Ipv6Header {
         return Be.i32(seg, off) & 0xF_FFFF;
     }
 
-    /** @param v Flow Label @return this */
+    /**
+
+     * @param v Flow Label
+
+     * @return this
+
+     */
     public Ipv6Header flowLabel(int v) {
         int w = Be.i32(seg, off);
         Be.i32(seg, off, (w & 0xFFF0_0000) | (v & 0xF_FFFF));
@@ -71,7 +97,13 @@ public final class Ipv6Header {
         return Be.u16(seg, off + 4);
     }
 
-    /** @param v Payload Length @return this */
+    /**
+
+     * @param v Payload Length
+
+     * @return this
+
+     */
     public Ipv6Header payloadLength(int v) {
         Be.u16(seg, off + 4, v);
         return this;
@@ -82,7 +114,13 @@ public final class Ipv6Header {
         return Be.u8(seg, off + 6);
     }
 
-    /** @param v Next Header @return this */
+    /**
+
+     * @param v Next Header
+
+     * @return this
+
+     */
     public Ipv6Header nextHeader(int v) {
         Be.u8(seg, off + 6, v);
         return this;
@@ -93,7 +131,13 @@ public final class Ipv6Header {
         return Be.u8(seg, off + 7);
     }
 
-    /** @param v Hop Limit @return this */
+    /**
+
+     * @param v Hop Limit
+
+     * @return this
+
+     */
     public Ipv6Header hopLimit(int v) {
         Be.u8(seg, off + 7, v);
         return this;
@@ -119,26 +163,54 @@ public final class Ipv6Header {
         return Be.i64(seg, off + 32);
     }
 
-    /** @param hi high 64 bits @param lo low 64 bits @return this */
+    /**
+
+     * @param hi high 64 bits
+
+     * @param lo low 64 bits
+
+     * @return this
+
+     */
     public Ipv6Header source(long hi, long lo) {
         Be.i64(seg, off + 8, hi);
         Be.i64(seg, off + 16, lo);
         return this;
     }
 
-    /** @param hi high 64 bits @param lo low 64 bits @return this */
+    /**
+
+     * @param hi high 64 bits
+
+     * @param lo low 64 bits
+
+     * @return this
+
+     */
     public Ipv6Header destination(long hi, long lo) {
         Be.i64(seg, off + 24, hi);
         Be.i64(seg, off + 32, lo);
         return this;
     }
 
-    /** @param addr 16 bytes @return this */
+    /**
+
+     * @param addr 16 bytes
+
+     * @return this
+
+     */
     public Ipv6Header source(byte[] addr) {
         return source(Gids.hi(addr), Gids.lo(addr));
     }
 
-    /** @param addr 16 bytes @return this */
+    /**
+
+     * @param addr 16 bytes
+
+     * @return this
+
+     */
     public Ipv6Header destination(byte[] addr) {
         return destination(Gids.hi(addr), Gids.lo(addr));
     }

@@ -35,7 +35,15 @@ public final class PseudoHeader {
         return this;
     }
 
-    /** Selects IPv6 framing with these addresses (high and low 64 bits each). @return this */
+    /**
+     * Selects IPv6 framing with these addresses.
+     *
+     * @param srcHigh source address, high 64 bits
+     * @param srcLow  source address, low 64 bits
+     * @param dstHigh destination address, high 64 bits
+     * @param dstLow  destination address, low 64 bits
+     * @return this
+     */
     public PseudoHeader ipv6(long srcHigh, long srcLow, long dstHigh, long dstLow) {
         ipv6 = true;
         srcHi = srcHigh;
@@ -62,32 +70,64 @@ public final class PseudoHeader {
         return s4 ? ipv4(Gids.ipv4(sgid), Gids.ipv4(dgid)) : ipv6(Gids.hi(sgid), Gids.lo(sgid), Gids.hi(dgid), Gids.lo(dgid));
     }
 
-    /** @param src UDP source port @param dst UDP destination port (normally {@link Roce#UDP_PORT}) @return this */
+    /**
+
+     * @param src UDP source port
+
+     * @param dst UDP destination port (normally {@link Roce#UDP_PORT})
+
+     * @return this
+
+     */
     public PseudoHeader ports(int src, int dst) {
         srcPort = src & 0xFFFF;
         dstPort = dst & 0xFFFF;
         return this;
     }
 
-    /** @param id IPv4 Identification (16 bits) @return this */
+    /**
+
+     * @param id IPv4 Identification (16 bits)
+
+     * @return this
+
+     */
     public PseudoHeader ipId(int id) {
         ipId = id & 0xFFFF;
         return this;
     }
 
-    /** @param v IPv4 flags and fragment offset word (default {@link Ipv4Header#FLAG_DF}) @return this */
+    /**
+
+     * @param v IPv4 flags and fragment offset word (default {@link Ipv4Header#FLAG_DF})
+
+     * @return this
+
+     */
     public PseudoHeader flagsFragment(int v) {
         flagsFragment = v & 0xFFFF;
         return this;
     }
 
-    /** Copies the fields from a received IPv4 header and its UDP header. @return this */
+    /**
+     * Copies the fields from a received IPv4 header and its UDP header.
+     *
+     * @param ip  the IPv4 header
+     * @param udp the UDP header
+     * @return this
+     */
     public PseudoHeader from(Ipv4Header ip, UdpHeader udp) {
         return ipv4(ip.source(), ip.destination()).ipId(ip.identification()).flagsFragment(ip.flagsFragment())
                 .ports(udp.sourcePort(), udp.destinationPort());
     }
 
-    /** Copies the fields from a received IPv6 header and its UDP header. @return this */
+    /**
+     * Copies the fields from a received IPv6 header and its UDP header.
+     *
+     * @param ip  the IPv6 header
+     * @param udp the UDP header
+     * @return this
+     */
     public PseudoHeader from(Ipv6Header ip, UdpHeader udp) {
         return ipv6(ip.sourceHi(), ip.sourceLo(), ip.destinationHi(), ip.destinationLo())
                 .ports(udp.sourcePort(), udp.destinationPort());

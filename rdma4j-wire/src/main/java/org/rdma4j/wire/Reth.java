@@ -3,7 +3,7 @@ package org.rdma4j.wire;
 import java.lang.foreign.MemorySegment;
 
 /**
- * Flyweight over an RDMA Extended Transport Header (IBA 9.3.3.1, 16 bytes): {@code 0-7 VA, 8-11 R_Key,
+ * Flyweight over an RDMA Extended Transport Header (IBA 9.3; rxe_hdr.h struct rxe_reth; 16 bytes): {@code 0-7 VA, 8-11 R_Key,
  * 12-15 DMA Length}. Carried by RDMA WRITE FIRST/ONLY, READ REQUEST, ATOMIC_WRITE and FLUSH. Not thread-safe.
  */
 public final class Reth {
@@ -13,7 +13,15 @@ public final class Reth {
     private MemorySegment seg;
     private long off;
 
-    /** @param segment memory @param offset offset of the header @return this */
+    /**
+
+     * @param segment memory
+
+     * @param offset offset of the header
+
+     * @return this
+
+     */
     public Reth wrap(MemorySegment segment, long offset) {
         this.seg = segment;
         this.off = offset;
@@ -30,7 +38,13 @@ public final class Reth {
         return Be.i64(seg, off);
     }
 
-    /** @param v VA @return this */
+    /**
+
+     * @param v VA
+
+     * @return this
+
+     */
     public Reth va(long v) {
         Be.i64(seg, off, v);
         return this;
@@ -41,7 +55,13 @@ public final class Reth {
         return Be.i32(seg, off + 8);
     }
 
-    /** @param v R_Key @return this */
+    /**
+
+     * @param v R_Key
+
+     * @return this
+
+     */
     public Reth rkey(int v) {
         Be.i32(seg, off + 8, v);
         return this;
@@ -52,7 +72,13 @@ public final class Reth {
         return Be.i32(seg, off + 12);
     }
 
-    /** @param v DMA Length @return this */
+    /**
+
+     * @param v DMA Length
+
+     * @return this
+
+     */
     public Reth dmaLength(int v) {
         Be.i32(seg, off + 12, v);
         return this;

@@ -9,7 +9,7 @@ package org.rdma4j.wire;
  *
  * <p>The opcode's top three bits are the transport (RC 0x00, UC 0x20, RD 0x40, UD 0x60, CNP 0x80 block,
  * XRC 0xA0), the low five the operation. Extension headers always follow the BTH in the IBA order DETH,
- * FETH, RETH | AtomicETH | AETH, AtomicAckETH, ImmDt | IETH (IBA 9.2 figure "IBA packet format"; the
+ * FETH, RETH | AtomicETH | AETH, AtomicAckETH, ImmDt | IETH (IBA 9.2 and 9.3; the
  * offsets in rxe_opcode.c agree), so {@link #offset} is computed from the mask.
  */
 public final class RoceOpcode {
@@ -152,7 +152,7 @@ public final class RoceOpcode {
         }
         def(RC | READ_REQUEST, "RC_RDMA_READ_REQUEST", M_REQ | M_START | M_END | M_READ | M_RETH);
         def(RC | READ_RESPONSE_FIRST, "RC_RDMA_READ_RESPONSE_FIRST", M_ACK | M_START | M_PAYLOAD | M_AETH);
-        // IBA 9.3.5 / rxe_opcode.c: a READ response MIDDLE carries no AETH.
+        // rxe_opcode.c (and IBA 9.2): a READ response MIDDLE carries no AETH.
         def(RC | READ_RESPONSE_MIDDLE, "RC_RDMA_READ_RESPONSE_MIDDLE", M_ACK | M_MIDDLE | M_PAYLOAD);
         def(RC | READ_RESPONSE_LAST, "RC_RDMA_READ_RESPONSE_LAST", M_ACK | M_END | M_PAYLOAD | M_AETH);
         def(RC | READ_RESPONSE_ONLY, "RC_RDMA_READ_RESPONSE_ONLY", M_ACK | M_START | M_END | M_PAYLOAD | M_AETH);
@@ -202,22 +202,48 @@ public final class RoceOpcode {
         return o;
     }
 
-    /** @param opcode a BTH opcode @return whether it is in this table */
+    /**
+
+     * @param opcode a BTH opcode
+
+     * @return whether it is in this table
+
+     */
     public static boolean known(int opcode) {
         return MASK[opcode & 0xFF] != 0;
     }
 
-    /** @param opcode a BTH opcode @return its M_ bits, 0 for an opcode not in the table */
+    /**
+
+     * @param opcode a BTH opcode
+
+     * @return its M_ bits, 0 for an opcode not in the table
+
+     */
     public static int mask(int opcode) {
         return MASK[opcode & 0xFF];
     }
 
-    /** @param opcode a BTH opcode @param m M_ bits @return whether the opcode has any of them */
+    /**
+
+     * @param opcode a BTH opcode
+
+     * @param m M_ bits
+
+     * @return whether the opcode has any of them
+
+     */
     public static boolean has(int opcode, int m) {
         return (MASK[opcode & 0xFF] & m) != 0;
     }
 
-    /** @param opcode a known BTH opcode @return bytes of BTH + extension headers, 0 if unknown */
+    /**
+
+     * @param opcode a known BTH opcode
+
+     * @return bytes of BTH + extension headers, 0 if unknown
+
+     */
     public static int headerLength(int opcode) {
         return LENGTH[opcode & 0xFF];
     }
@@ -234,7 +260,13 @@ public final class RoceOpcode {
         return OFFSET[(opcode & 0xFF) * 8 + Integer.numberOfTrailingZeros(header)];
     }
 
-    /** @param opcode a BTH opcode @return e.g. "RC_SEND_ONLY", or "0x81" style hex for an unknown opcode */
+    /**
+
+     * @param opcode a BTH opcode
+
+     * @return e.g. "RC_SEND_ONLY", or "0x81" style hex for an unknown opcode
+
+     */
     public static String name(int opcode) {
         if ((opcode & 0xFF) == CNP) {
             return "CNP";
@@ -243,12 +275,24 @@ public final class RoceOpcode {
         return n != null ? n : "0x" + Integer.toHexString(opcode & 0xFF);
     }
 
-    /** @param opcode a BTH opcode @return its transport prefix (top three bits) */
+    /**
+
+     * @param opcode a BTH opcode
+
+     * @return its transport prefix (top three bits)
+
+     */
     public static int transport(int opcode) {
         return opcode & 0xE0;
     }
 
-    /** @param opcode a BTH opcode @return its operation (low five bits) */
+    /**
+
+     * @param opcode a BTH opcode
+
+     * @return its operation (low five bits)
+
+     */
     public static int operation(int opcode) {
         return opcode & 0x1F;
     }

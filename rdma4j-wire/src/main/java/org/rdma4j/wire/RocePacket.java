@@ -57,7 +57,7 @@ public final class RocePacket {
      * @param offset  offset of the BTH
      * @param len     UDP payload length (BTH through ICRC)
      * @return {@link RoceStatus#OK}, {@link RoceStatus#CNP} for a valid congestion notification, or why the
-     *         packet is dropped
+     *         packet is dropped; after OK, CNP, BAD_LENGTH and BAD_PAD the headers can be read ({@link #isValid()})
      * @throws IndexOutOfBoundsException if [offset, offset + len) is not inside the segment (a caller bug)
      */
     public RoceStatus wrap(MemorySegment segment, long offset, int len) {
@@ -101,30 +101,39 @@ public final class RocePacket {
         if (len < headerLength + Icrc.LENGTH) {
             return RoceStatus.TOO_SHORT;
         }
+
+        // From here on the headers are all there: position them, so that for a length or pad error an RC
+        // responder can still read the BTH and answer NAK invalid request, as rxe_resp_check_length does.
+        int payPlusPad = len - headerLength - Icrc.LENGTH;
+        payloadLength = Math.max(0, payPlusPad - pad);
+        position();
+        valid = true;
+        return lengthRules(len, payPlusPad);
+    }
+
+    /** The length and pad rules of an opcode whose headers fit (see {@link RoceStatus#BAD_LENGTH}, {@link RoceStatus#BAD_PAD}). */
+    private RoceStatus lengthRules(int len, int payPlusPad) {
         if ((len & 3) != 0) {
             return RoceStatus.BAD_LENGTH; // headers and ICRC are word multiples and payload + pad is one too
         }
-        int payPlusPad = len - headerLength - Icrc.LENGTH;
         if (pad > payPlusPad) {
             return RoceStatus.BAD_PAD;
         }
-        payloadLength = payPlusPad - pad;
         if ((mask & M_PAYLOAD) == 0) {
             if (payPlusPad != 0) {
                 return RoceStatus.BAD_LENGTH;
             }
         } else if ((mask & M_END) == 0 && pad != 0) {
-            // only the last packet of a message may be short, so only it has pad (IBA 9.3.1; rxe check_length)
+            // only the last packet of a message may be short, so only it has pad (IBA 9.2 PadCnt;
+            // rxe_resp.c rxe_resp_check_length: FIRST/MIDDLE payload must equal the MTU, a multiple of 4)
             return RoceStatus.BAD_PAD;
         } else if ((mask & (M_START | M_END)) != (M_START | M_END) && payloadLength == 0) {
             // FIRST/MIDDLE carry exactly the path MTU and LAST at least one byte (a message of k*MTU bytes
-            // ends with a full LAST; one that fits in a packet is ONLY)
+            // ends with a full LAST; one that fits in a packet is ONLY; rxe_resp_check_length)
             return RoceStatus.BAD_LENGTH;
         } else if ((mask & M_ATOMIC_WRITE) != 0 && payloadLength != 8) {
             return RoceStatus.BAD_LENGTH; // ATOMIC_WRITE writes one 8-byte word
         }
-        position();
-        valid = true;
         return RoceStatus.OK;
     }
 
@@ -231,7 +240,7 @@ public final class RocePacket {
 
     private void requireValid() {
         if (!valid) {
-            throw new IllegalStateException("no valid packet: wrap() did not return OK/CNP and build() was not called");
+            throw new IllegalStateException("no packet headers: wrap() found none (too short, bad version, unknown opcode) and build() was not called");
         }
     }
 
@@ -243,7 +252,10 @@ public final class RocePacket {
         return view;
     }
 
-    /** @return whether the last wrap returned OK/CNP or build succeeded */
+    /**
+     * @return whether the headers can be read: the last wrap returned OK, CNP, BAD_LENGTH or BAD_PAD (its headers
+     *         are all present), or build succeeded
+     */
     public boolean isValid() {
         return valid;
     }
@@ -319,7 +331,13 @@ public final class RocePacket {
         return mask;
     }
 
-    /** @param m M_ bits @return whether the opcode has any of them */
+    /**
+
+     * @param m M_ bits
+
+     * @return whether the opcode has any of them
+
+     */
     public boolean has(int m) {
         return (mask & m) != 0;
     }

@@ -39,7 +39,11 @@ public final class RoceParser {
         this(IcrcCheck.SOLVE_IPV4_ID);
     }
 
-    /** @param check how {@link #parse} checks the ICRC */
+    /**
+
+     * @param check how {@link #parse} checks the ICRC
+
+     */
     public RoceParser(IcrcCheck check) {
         this.check = check;
     }
@@ -47,7 +51,7 @@ public final class RoceParser {
     /**
      * Validates a UDP payload: structure ({@link RocePacket#wrap}) then ICRC, as rxe_rcv does.
      *
-     * @param pkt the flyweight to position (valid for reading when the result is OK or CNP)
+     * @param pkt the flyweight to position (its headers readable when the result is OK, CNP, BAD_LENGTH or BAD_PAD)
      * @param seg memory holding the UDP payload
      * @param off offset of the BTH
      * @param len UDP payload length
@@ -60,9 +64,11 @@ public final class RoceParser {
 
     private RoceStatus parse0(RocePacket pkt, MemorySegment seg, long off, int len, PseudoHeader ip, IcrcCheck mode) {
         RoceStatus s = pkt.wrap(seg, off, len);
-        if (s != RoceStatus.OK && s != RoceStatus.CNP) {
-            return s;
+        if (!pkt.isValid()) {
+            return s; // too short, bad version, unknown opcode: rxe_rcv drops these before its ICRC check
         }
+        // A length or pad error is reported only for a packet whose ICRC is good: rxe checks the ICRC in
+        // rxe_rcv and the lengths later in the responder (rxe_resp_check_length), which NAKs.
         lastIpv4Id = -1;
         switch (mode) {
             case NONE -> {
@@ -92,7 +98,7 @@ public final class RoceParser {
 
     /**
      * Validates a whole IP packet: IPv4 without options (rxe's ICRC assumes a 20-byte header) or IPv6 without
-     * extension headers, UDP to port 4791, then the RoCE packet with the exact ICRC. Bytes after the IP total
+     * extension headers, UDP to port 4791 with a right or zero UDP checksum, then the RoCE packet with the exact ICRC. Bytes after the IP total
      * length (Ethernet padding) are ignored, and the RoCE packet's length comes from the UDP header, as in
      * rxe_udp_encap_recv.
      *
@@ -159,6 +165,9 @@ public final class RoceParser {
         } else {
             ipFields.from(ip6, udp);
         }
+        if (udp.checksum() != 0 && udp.computeChecksum(ipFields, seg, udpOff + UdpHeader.LENGTH) != udp.checksum()) {
+            return tally(RoceStatus.BAD_IP); // the kernel drops it before rxe (or a Java socket) sees it; 0 = none
+        }
         return tally(parse0(pkt, seg, udpOff + UdpHeader.LENGTH, udpLen - UdpHeader.LENGTH, ipFields, IcrcCheck.EXACT));
     }
 
@@ -190,7 +199,13 @@ public final class RoceParser {
         return check;
     }
 
-    /** @param s a status @return how many parses ended with it */
+    /**
+
+     * @param s a status
+
+     * @return how many parses ended with it
+
+     */
     public long count(RoceStatus s) {
         return counts[s.ordinal()];
     }

@@ -14,7 +14,15 @@ public final class UdpHeader {
     private MemorySegment seg;
     private long off;
 
-    /** @param segment memory @param offset offset of the header @return this */
+    /**
+
+     * @param segment memory
+
+     * @param offset offset of the header
+
+     * @return this
+
+     */
     public UdpHeader wrap(MemorySegment segment, long offset) {
         this.seg = segment;
         this.off = offset;
@@ -31,7 +39,13 @@ public final class UdpHeader {
         return Be.u16(seg, off);
     }
 
-    /** @param v source port @return this */
+    /**
+
+     * @param v source port
+
+     * @return this
+
+     */
     public UdpHeader sourcePort(int v) {
         Be.u16(seg, off, v);
         return this;
@@ -42,7 +56,13 @@ public final class UdpHeader {
         return Be.u16(seg, off + 2);
     }
 
-    /** @param v destination port @return this */
+    /**
+
+     * @param v destination port
+
+     * @return this
+
+     */
     public UdpHeader destinationPort(int v) {
         Be.u16(seg, off + 2, v);
         return this;
@@ -53,7 +73,13 @@ public final class UdpHeader {
         return Be.u16(seg, off + 4);
     }
 
-    /** @param v length @return this */
+    /**
+
+     * @param v length
+
+     * @return this
+
+     */
     public UdpHeader length(int v) {
         Be.u16(seg, off + 4, v);
         return this;
@@ -64,9 +90,56 @@ public final class UdpHeader {
         return Be.u16(seg, off + 6);
     }
 
-    /** @param v checksum @return this */
+    /**
+
+     * @param v checksum
+
+     * @return this
+
+     */
     public UdpHeader checksum(int v) {
         Be.u16(seg, off + 6, v);
         return this;
+    }
+
+    /**
+     * Computes the UDP checksum (RFC 768 over the IPv4 pseudo-header, RFC 8200 8.1 over the IPv6 one) of this
+     * header, whose length field must be set, and a payload that may live elsewhere. The ICRC masks the UDP
+     * checksum, so RoCE does not depend on it, but IPv6 forbids a zero checksum on the wire (RFC 8200 8.1;
+     * rxe nevertheless sends 0, which its own receive socket accepts).
+     *
+     * @param ip         addresses (and the IP version)
+     * @param payload    memory holding the UDP payload
+     * @param payloadOff offset of the payload
+     * @return the checksum to store (never 0: a computed 0 is sent as 0xFFFF)
+     */
+    public int computeChecksum(PseudoHeader ip, MemorySegment payload, long payloadOff) {
+        int len = length();
+        long sum = 0;
+        if (ip.isIpv6()) {
+            sum += fold(ip.ipv6SourceHi()) + fold(ip.ipv6SourceLo()) + fold(ip.ipv6DestinationHi())
+                    + fold(ip.ipv6DestinationLo());
+        } else {
+            sum += fold(ip.ipv4Source() & 0xFFFF_FFFFL) + fold(ip.ipv4Destination() & 0xFFFF_FFFFL);
+        }
+        sum += Ipv4Header.PROTO_UDP + len;
+        sum += sourcePort() + destinationPort() + len;
+        int n = len - LENGTH;
+        for (int i = 0; i + 1 < n; i += 2) {
+            sum += Be.u16(payload, payloadOff + i);
+        }
+        if ((n & 1) != 0) {
+            sum += Be.u8(payload, payloadOff + n - 1) << 8;
+        }
+        while ((sum >>> 16) != 0) {
+            sum = (sum & 0xFFFF) + (sum >>> 16);
+        }
+        int c = (int) ~sum & 0xFFFF;
+        return c == 0 ? 0xFFFF : c;
+    }
+
+    /** Sum of the four 16-bit words of v. */
+    private static long fold(long v) {
+        return (v >>> 48) + ((v >>> 32) & 0xFFFF) + ((v >>> 16) & 0xFFFF) + (v & 0xFFFF);
     }
 }
