@@ -49,6 +49,13 @@ final class Completer {
             qp.device.count(SoftCounter.DROP_BAD_STATE);
             return;
         }
+        // rxe behaviour (rxe_completer): every response packet that reaches the completer clears
+        // comp.timeout_retry and the completer re-arms the retransmit timer on its way out, whether the
+        // packet made progress or was a duplicate. So a peer that is still answering (for instance
+        // replaying a long READ response because a request was resent) postpones the retry. Retrying
+        // anyway makes rxe restart that READ response from the top each time: with 8 MiB reads under
+        // a slow link the retries outran the replies and the READ never completed.
+        qp.progressSinceArm = true;
         process(p);
         qp.requester.run();
     }

@@ -281,6 +281,43 @@ class SoftReliabilityTest {
     }
 
     @Test
+    void aResponseThatMakesNoProgressStillPostponesTheRetryAsRxeDoes() {
+        open(LossyPair.Config.of(QpType.RC), FaultInjectingLink.Faults.NONE);
+        Packet[] ack = new Packet[1];
+        pair.link.dropIf(p -> {
+            if (ack[0] == null && p.opcode == (Opcodes.RC | Opcodes.ACKNOWLEDGE)) {
+                ack[0] = p.deepCopy();
+                return true;
+            }
+            return false;
+        });
+        postRecv(pair.b, 9, DST, 4096);
+        post(pair.a, wr(1, WrOpcode.SEND, pair.a, SRC, 100)); // its ACK is lost: A waits for the timer
+        assertNotNull(ack[0]);
+        long t = pair.timeoutNs();
+        pair.clock.advance(t * 3 / 4);
+        // A stale ACK (one PSN before the SEND) arrives: no progress, but the peer is alive.
+        Packet stale = ack[0];
+        stale.psn = Psn.add(stale.psn, -1);
+        pair.fabric.lockEngine();
+        try {
+            pair.link.send(pair.b.dev, stale);
+        } finally {
+            pair.fabric.engine.unlock();
+        }
+        assertNull(poll(pair.a.scq), "a stale ACK completes nothing");
+        pair.clock.advance(t / 2); // past the first deadline
+        assertEquals(0, pair.a.dev.counter(SoftCounter.COMPLETER_RETRY_ERR),
+                "rxe_completer re-arms the timer on any response, so no retry yet");
+        pair.clock.advance(t);
+        assertEquals(1, pair.a.dev.counter(SoftCounter.COMPLETER_RETRY_ERR),
+                "with nothing more from the peer the timer fires");
+        WorkCompletion wc = awaitOne(pair.a.scq, pair.stepNs(), 16, null);
+        assertEquals(WcStatus.SUCCESS, wc.status());
+        assertEquals(1, wc.wrId());
+    }
+
+    @Test
     void aDuplicateSendIsAcknowledgedAgainAndNotDeliveredTwice() {
         open(LossyPair.Config.of(QpType.RC), FaultInjectingLink.Faults.NONE);
         dropOnce(p -> p.opcode == (Opcodes.RC | Opcodes.ACKNOWLEDGE));
