@@ -81,9 +81,17 @@ public final class SoftDevice implements Device {
         return guid;
     }
 
+    /**
+     * {@inheritDoc}
+     *
+     * <p>"rxe" once the device is bound to IP addresses (its peers may be other processes, hosts or a
+     * Linux rxe device, and rdma-core names rxe's provider so), "soft" while it reaches only devices of
+     * its in-process fabric. Tools tell the two apart by this name: perftest refuses a peer QP of
+     * another process on an in-process device, and that check must not refuse a RoCE device.
+     */
     @Override
     public String providerName() {
-        return "soft";
+        return roce != null ? "rxe" : "soft";
     }
 
     /** @return the fabric */
