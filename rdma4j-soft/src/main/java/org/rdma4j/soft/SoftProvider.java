@@ -9,7 +9,8 @@ import org.rdma4j.verbs.spi.VerbsProvider;
 /**
  * The ServiceLoader provider: one process-wide in-process fabric with devices {@code soft0},
  * {@code soft1}, ... ({@code -Drdma4j.soft.devices=N}, default 2), so two programs in one JVM, or a
- * server and client of one tool, talk through it.
+ * server and client of one tool, talk through it. How they reach memory: {@code -Drdma4j.soft.dma=virtual|iommu|bounce}
+ * and the other {@code rdma4j.soft.dma.*} properties of {@link org.rdma4j.dma.DmaConfig#fromProperties}.
  */
 public final class SoftProvider implements VerbsProvider {
     private static final class Holder {
@@ -19,7 +20,10 @@ public final class SoftProvider implements VerbsProvider {
             SoftFabric f = new SoftFabric();
             int n = Integer.getInteger("rdma4j.soft.devices", 2);
             for (int i = 0; i < Math.max(1, n); i++) {
-                f.addDevice("soft" + i);
+                SoftDevice d = f.addDevice("soft" + i);
+                if (d.dma().checker() != null) {
+                    d.dma().checker().listener(r -> System.err.print(r)); // like dma-debug's kernel log
+                }
             }
             return f;
         }
