@@ -186,7 +186,7 @@ public final class DmaChecker {
         for (int i = live.size() - 1; i >= 0 && e == null; i--) {
             Entry c = live.get(i);
             // by address alone: a sync names no buffer, so heap arrays of a virtual device cannot be told apart
-            if (c.type == Type.SINGLE && !c.failed && addr >= c.addr && size >= 0 && addr - c.addr <= c.size - size) {
+            if (c.type != Type.COHERENT && !c.failed && addr >= c.addr && size >= 0 && addr - c.addr <= c.size - size) {
                 e = c;
             }
         }
@@ -196,14 +196,10 @@ public final class DmaChecker {
             report(DmaReport.Kind.SYNC_NOT_MAPPED, what + ": no live mapping covers it", (Throwable) null);
             return;
         }
+        // debug.c check_sync: the direction must be the map's (anything may sync a BIDIRECTIONAL map).
+        // Syncing a FROM_DEVICE buffer for the device is the normal way to recycle a receive buffer.
         if (e.dir != dir && e.dir != DmaDirection.BIDIRECTIONAL) {
             report(DmaReport.Kind.SYNC_WRONG_DIRECTION, what + ": mapped as " + e.describe(), e);
-        } else if (forCpu && e.dir == DmaDirection.TO_DEVICE) {
-            report(DmaReport.Kind.SYNC_WRONG_DIRECTION, what + ": the device only reads " + e.describe()
-                    + ", there is nothing to sync for the CPU", e);
-        } else if (!forCpu && e.dir == DmaDirection.FROM_DEVICE) {
-            report(DmaReport.Kind.SYNC_WRONG_DIRECTION, what + ": the device only writes " + e.describe()
-                    + ", there is nothing to sync for it", e);
         }
         e.cpuOwned = forCpu;
     }

@@ -27,7 +27,7 @@ public record DmaReport(Kind kind, String message, Throwable mappedAt, Throwable
         UNMAP_MISMATCH,
         /** Sync of memory no live mapping covers. */
         SYNC_NOT_MAPPED,
-        /** Sync with another direction than the map, or of device read-only memory for the CPU and vice versa. */
+        /** Sync with another direction than the map. */
         SYNC_WRONG_DIRECTION,
         /** A device access to a buffer the CPU owns: synced for the CPU and not synced back for the device. */
         ACCESS_CPU_OWNED,
