@@ -4,6 +4,8 @@ import java.util.ArrayList;
 import java.util.List;
 
 import org.rdma4j.verbs.Device;
+import org.rdma4j.verbs.Errno;
+import org.rdma4j.verbs.VerbsException;
 import org.rdma4j.verbs.spi.VerbsProvider;
 
 /**
@@ -14,7 +16,28 @@ import org.rdma4j.verbs.spi.VerbsProvider;
  */
 public final class SoftProvider implements VerbsProvider {
     private static final class Holder {
-        static final SoftFabric FABRIC = create();
+        /** Why the fabric could not be built (a bad rdma4j.soft.* property), reported on every use. */
+        static VerbsException failure;
+        static final SoftFabric FABRIC = createOrRemember();
+
+        private static SoftFabric createOrRemember() {
+            try {
+                return create();
+            } catch (IllegalArgumentException e) {
+                failure = new VerbsException(Errno.EINVAL, "soft provider: " + e.getMessage());
+                return null;
+            } catch (VerbsException e) {
+                failure = e;
+                return null;
+            }
+        }
+
+        static SoftFabric fabric() {
+            if (FABRIC == null) {
+                throw failure;
+            }
+            return FABRIC;
+        }
 
         private static SoftFabric create() {
             SoftFabric f = new SoftFabric();
@@ -35,7 +58,7 @@ public final class SoftProvider implements VerbsProvider {
 
     /** @return the process-wide fabric behind this provider's devices */
     public static SoftFabric defaultFabric() {
-        return Holder.FABRIC;
+        return Holder.fabric();
     }
 
     @Override
@@ -45,6 +68,6 @@ public final class SoftProvider implements VerbsProvider {
 
     @Override
     public List<Device> devices() {
-        return new ArrayList<>(Holder.FABRIC.devices());
+        return new ArrayList<>(Holder.fabric().devices());
     }
 }
