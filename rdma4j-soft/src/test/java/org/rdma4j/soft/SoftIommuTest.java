@@ -19,6 +19,7 @@ import org.rdma4j.testkit.QpPair;
 import org.rdma4j.verbs.AccessFlag;
 import org.rdma4j.verbs.Dma;
 import org.rdma4j.verbs.DmaDirection;
+import org.rdma4j.verbs.DmaSgList;
 import org.rdma4j.verbs.Errno;
 import org.rdma4j.verbs.MemoryRegion;
 import org.rdma4j.verbs.QpState;
@@ -139,6 +140,24 @@ class SoftIommuTest extends DmaTestBase {
         postRecv(p.remote().qp(), 1, rmr, 0, 256);
         Advanced a = advanceUntil(p.local().sendCq(), 1, IbTimers.rnrTimerNs(12) * 3 / 2, 20);
         assertWc(a.completions().getFirst(), WcStatus.LOC_PROT_ERR, 1);
+    }
+
+    @Test
+    void aScatterListThatDoesNotFitMapsNothing() {
+        Dma dma = ctxA.dma();
+        DmaSgList sg = new DmaSgList(3);
+        for (int i = 0; i < 3; i++) {
+            sg.buffer(i, arena.allocate(3 * 4096, 4096));
+        }
+        assertEquals(0, dma.mapSg(sg, 3, DmaDirection.TO_DEVICE), "9 pages do not fit in 8");
+        assertEquals(0, soft(0).dma().iommuPagesInUse(), "the entries mapped before the failure are unmapped");
+        assertEquals(2, dma.mapSg(sg, 2, DmaDirection.TO_DEVICE));
+        assertEquals(6, soft(0).dma().iommuPagesInUse());
+        var e = assertVerbsError(Errno.ENOMEM, () -> dma.allocCoherent(3 * 4096));
+        assertTrue(e.getMessage().contains("IOMMU window"), e.getMessage());
+        dma.unmapSg(sg, 2, DmaDirection.TO_DEVICE);
+        assertEquals(0, soft(0).dma().iommuPagesInUse());
+        expectNoReports(0);
     }
 
     @Test
