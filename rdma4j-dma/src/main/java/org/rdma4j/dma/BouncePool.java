@@ -46,7 +46,15 @@ final class BouncePool {
      * @return the bounce address, or -1 when the pool has no room
      */
     long map(MemorySegment cpu, boolean copyIn, int maxSlots) {
-        long len = cpu.byteSize();
+        return map(cpu, cpu.byteSize(), copyIn, maxSlots);
+    }
+
+    /** @return the address of len bytes of pool memory with no original (coherent memory), or -1 */
+    long reserve(long len) {
+        return map(null, len, false, Integer.MAX_VALUE);
+    }
+
+    private long map(MemorySegment cpu, long len, boolean copyIn, int maxSlots) {
         long n = Math.max(1, (len + SLOT_SIZE - 1) >>> SLOT_SHIFT);
         if (n > maxSlots || n > slots) {
             return -1;
@@ -119,7 +127,7 @@ final class BouncePool {
             return false;
         }
         long len = size[s];
-        if (copyOut && len > 0) {
+        if (copyOut && len > 0 && orig[s] != null) {
             MemorySegment.copy(pool, addr - BASE, orig[s], 0, len);
         }
         long n = Math.max(1, (len + SLOT_SIZE - 1) >>> SLOT_SHIFT);
@@ -141,8 +149,8 @@ final class BouncePool {
             return false;
         }
         long within = addr - (BASE + ((long) s << SLOT_SHIFT));
-        if (len < 0 || within + len > size[s]) {
-            return false;
+        if (len < 0 || within + len > size[s] || orig[s] == null) {
+            return false; // outside the mapping, or coherent memory: nothing to copy
         }
         if (len > 0) {
             if (toCpu) {

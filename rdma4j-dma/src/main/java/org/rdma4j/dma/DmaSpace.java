@@ -163,7 +163,7 @@ public final class DmaSpace {
         CoherentBuffer b;
         if (mode == DmaMode.BOUNCE) {
             // Memory the device reaches without bouncing: carved from the device-addressable pool.
-            long addr = bounce.map(Arena.ofAuto().allocate(size), false, Integer.MAX_VALUE);
+            long addr = bounce.reserve(size);
             if (addr == -1) {
                 throw new VerbsException(Errno.ENOMEM, "coherent allocation of " + size + " bytes: the device's "
                         + config.bouncePool() + "-byte addressable pool is full");
