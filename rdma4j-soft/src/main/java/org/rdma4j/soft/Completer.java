@@ -3,6 +3,7 @@ package org.rdma4j.soft;
 import java.lang.foreign.ValueLayout;
 
 import org.rdma4j.common.Psn;
+import org.rdma4j.dma.DmaSpace;
 import org.rdma4j.verbs.QpState;
 import org.rdma4j.verbs.WcStatus;
 import org.rdma4j.verbs.WrOpcode;
@@ -159,6 +160,9 @@ final class Completer {
                 }
                 try {
                     // The original value, in host order, into the local 8-byte buffer (rxe do_atomic).
+                    if (!w.sgl.access(0, 8, DmaSpace.WRITE)) {
+                        throw Sgl.FAULT;
+                    }
                     w.sgl.seg[0].set(ValueLayout.JAVA_LONG_UNALIGNED, w.sgl.off[0], p.origValue);
                 } catch (IllegalStateException | IndexOutOfBoundsException e) {
                     error(w, WcStatus.LOC_PROT_ERR);

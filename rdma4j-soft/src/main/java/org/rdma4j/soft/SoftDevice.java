@@ -4,6 +4,8 @@ import java.util.Arrays;
 import java.util.SplittableRandom;
 import java.util.concurrent.CopyOnWriteArrayList;
 
+import org.rdma4j.dma.DmaConfig;
+import org.rdma4j.dma.DmaSpace;
 import org.rdma4j.verbs.AsyncEvent;
 import org.rdma4j.verbs.AsyncEventType;
 import org.rdma4j.verbs.Context;
@@ -33,8 +35,12 @@ public final class SoftDevice implements Device {
     static final int MAX_INLINE = 512;
     static final int MAX_RD_ATOMIC = 128;
     static final int FIRST_QPN = 0x11;
+    /** The PD's local DMA L_Key (rdmavt uses 0 for its DMA MR too); MR keys start at 0x100. */
+    static final int LOCAL_DMA_LKEY = 0;
 
     final SoftFabric fabric;
+    /** How this device reaches memory: virtual, IOMMU or bounce, plus the optional DMA checker. */
+    final DmaSpace dma;
     private final String name;
     private volatile long guid;
     private final Gid gid0;
@@ -61,8 +67,9 @@ public final class SoftDevice implements Device {
     /** Where this device's engine sends packets (engine lock for writes; see {@link #link(Link)}). */
     Link link;
 
-    SoftDevice(SoftFabric fabric, String name, int index) {
+    SoftDevice(SoftFabric fabric, String name, int index, DmaConfig dmaConfig) {
         this.fabric = fabric;
+        this.dma = new DmaSpace(dmaConfig);
         this.name = name;
         this.guid = 0x0200_00FF_FE00_0000L | ((long) (index + 1) << 8) | 0x01;
         this.gid0 = new Gid(0xFE80_0000_0000_0000L, guid);
@@ -92,6 +99,11 @@ public final class SoftDevice implements Device {
     @Override
     public String providerName() {
         return roce != null ? "rxe" : "soft";
+    }
+
+    /** @return how this device reaches memory, and its DMA checker if on */
+    public DmaSpace dma() {
+        return dma;
     }
 
     /** @return the fabric */
