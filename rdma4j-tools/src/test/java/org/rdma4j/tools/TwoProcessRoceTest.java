@@ -143,18 +143,28 @@ class TwoProcessRoceTest {
         return pb.start();
     }
 
-    /** Waits (bounded) until the server listens on its TCP port, probing by binding (a connection would be taken as the client). */
-    private static void awaitListening(Process server, int tcp) throws InterruptedException {
+    /**
+     * Waits (bounded) until the server listens on its TCP port. It looks at the kernel's socket table
+     * rather than probing: a connection would be taken as the client, and a probing bind could take the
+     * port from under the server.
+     */
+    private static void awaitListening(Process server, int tcp) throws Exception {
+        String port = String.format(":%04X ", tcp);
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(TIMEOUT_S);
         for (int i = 0; i < 1_000_000 && System.nanoTime() < deadline; i++) {
             if (!server.isAlive()) {
                 return; // the assertions report its output
             }
-            try (ServerSocket probe = new ServerSocket()) {
-                probe.setReuseAddress(true);
-                probe.bind(new InetSocketAddress("0.0.0.0", tcp));
-            } catch (IOException inUse) {
-                return; // the server holds the port: it is listening
+            for (String table : List.of("/proc/net/tcp", "/proc/net/tcp6")) {
+                Path t = Path.of(table);
+                if (Files.isReadable(t)) {
+                    for (String line : Files.readAllLines(t)) {
+                        String[] f = line.trim().split("\\s+");
+                        if (f.length > 3 && (f[1] + " ").endsWith(port) && f[3].equals("0A")) { // 0A = LISTEN
+                            return;
+                        }
+                    }
+                }
             }
             server.waitFor(20, TimeUnit.MILLISECONDS); // bounded wait on the process, not a sleep-as-sync
         }
