@@ -16,6 +16,16 @@ final class InProcessLink implements Link {
     @Override
     public void send(SoftDevice from, Packet p) {
         SoftDevice to = p.route;
+        if (to == null && p.dgid != null && p.dgid.isMulticast()) {
+            // every device of the fabric sees the group's packet, the sender's too; each delivers it to the
+            // QPs it has attached (rxe_rcv_mcast_pkt) or counts it dropped
+            fabric.forEachDevice(d -> {
+                if (d.portActive()) {
+                    d.receive(p);
+                }
+            });
+            return;
+        }
         if (to == null) {
             to = fabric.deviceFor(p.dgid);
         }

@@ -115,6 +115,13 @@ public final class SoftFabric implements AutoCloseable {
         return List.copyOf(devices);
     }
 
+    /** Visits every device without copying the list (multicast fan-out, engine lock held). */
+    void forEachDevice(java.util.function.Consumer<SoftDevice> action) {
+        for (SoftDevice d : devices) {
+            action.accept(d);
+        }
+    }
+
     /** @return whether messages are cut at the path MTU */
     public boolean segmentsAtMtu() {
         return segmentAtMtu;
