@@ -260,6 +260,21 @@ public final class IpoibInterface implements AutoCloseable {
         nextTickNs = cfg.clock().nanoTime() + TICK_NS;
         rxThread = Thread.ofPlatform().name("ipoib-rx-" + tun.name()).daemon().start(this::rxLoop);
         txThread = Thread.ofPlatform().name("ipoib-tx-" + tun.name()).daemon().start(this::txLoop);
+        announce();
+    }
+
+    /**
+     * A gratuitous ARP request for our own address (RFC 5227 announcement) to the broadcast group: hosts that
+     * knew this address under an older hardware address (this daemon before a restart, with another QPN)
+     * update their entry at once instead of sending to a dead QP until it ages out.
+     */
+    private void announce() {
+        lock.lock();
+        try {
+            sendArp(ArpPacket.OP_REQUEST, null, ip, broadcastAh, QueuePair.MULTICAST_QPN);
+        } finally {
+            lock.unlock();
+        }
     }
 
     /**
