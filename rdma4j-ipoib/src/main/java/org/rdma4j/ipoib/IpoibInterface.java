@@ -61,7 +61,7 @@ import org.rdma4j.verbs.WrOpcode;
  * the neighbour table and the send rings are guarded by one lock.
  */
 public final class IpoibInterface implements AutoCloseable {
-    private static final int RX_RING = 256;
+    private static final int RX_RING = 1024;
     private static final int TX_RING = 128;
     private static final int CTL_RING = 64;
     private static final int PENDING_BUFFERS = 64;
@@ -130,11 +130,15 @@ public final class IpoibInterface implements AutoCloseable {
     private int rxSlot;
     private MemoryRegion rxMr;
     private RecvWorkRequest[] rxWrs;
+    /** Each receive slot's IP payload (after GRH and header), made once so the data path slices nothing. */
+    private MemorySegment[] rxPayload;
     private final RecvWorkRequest[] refill = new RecvWorkRequest[POLL_BATCH];
     private final WorkCompletion[] rxWcs = newWcs(POLL_BATCH);
     // send rings (lock)
     private int txSlot;
     private MemoryRegion txMr;
+    /** Each send slot's IP payload (after the header), where the TUN read puts the packet. */
+    private MemorySegment[] txPayload;
     private long txPosted;
     private long txDone;
     private MemoryRegion ctlMr;
@@ -240,6 +244,14 @@ public final class IpoibInterface implements AutoCloseable {
         pendingFreeCount = PENDING_BUFFERS;
         neighbours = new NeighbourCache<>(cfg.clock(), cfg.reachableNs(), 1_000_000_000L, 3, 3, 1024);
 
+        txPayload = new MemorySegment[TX_RING];
+        for (int k = 0; k < TX_RING; k++) {
+            txPayload[k] = txMr.segment().asSlice((long) k * txSlot + Ipoib.HEADER_BYTES, mtu);
+        }
+        rxPayload = new MemorySegment[RX_RING];
+        for (int k = 0; k < RX_RING; k++) {
+            rxPayload[k] = rxMr.segment().asSlice((long) k * rxSlot + Ipoib.GRH_BYTES + Ipoib.HEADER_BYTES, mtu);
+        }
         rxWrs = new RecvWorkRequest[RX_RING];
         for (int k = 0; k < RX_RING; k++) {
             rxWrs[k] = new RecvWorkRequest(1).wrId(k).singleSge(rxMr.address() + (long) k * rxSlot,
@@ -396,7 +408,7 @@ public final class IpoibInterface implements AutoCloseable {
                 int slot = (int) (seq % TX_RING);
                 MemorySegment ring = txMr.segment();
                 long base = (long) slot * txSlot;
-                int n = tun.read(ring.asSlice(base + Ipoib.HEADER_BYTES, mtu), IDLE_WAIT_MS);
+                int n = tun.read(txPayload[slot], IDLE_WAIT_MS);
                 if (n < 0) {
                     return;
                 }
@@ -668,7 +680,7 @@ public final class IpoibInterface implements AutoCloseable {
                     count(IpoibCounter.RX_DROP_MALFORMED);
                     return;
                 }
-                if (tun.write(ring.asSlice(p, total), total)) {
+                if (tun.write(rxPayload[slot], total)) {
                     count(IpoibCounter.RX_PACKETS);
                     add(IpoibCounter.RX_BYTES, total);
                 } else {

@@ -196,6 +196,9 @@ public final class TunDevice implements AutoCloseable {
         if (closed) {
             return false;
         }
+        if (length < 0 || length > packet.byteSize()) {
+            throw new IndexOutOfBoundsException("length " + length + " outside a " + packet.byteSize() + "-byte segment");
+        }
         long n = Native.write(writeState, fd, packet, length);
         if (n == length) {
             return true;
