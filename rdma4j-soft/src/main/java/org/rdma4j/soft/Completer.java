@@ -101,6 +101,19 @@ final class Completer {
                     nak(p, w);
                     return;
                 }
+                // rxe check_ack opcode sequence: a READ starts with FIRST or ONLY; once data has arrived
+                // only MIDDLE or LAST may follow (a retried READ asks for the rest at the next PSN, and
+                // the responder replays from there with MIDDLE/LAST), unless the whole READ restarts at
+                // its first PSN. rxe rejects anything else (COMPST_ERROR); IBA calls an unexpected
+                // response opcode a Bad Response error.
+                boolean start = p.is(Opcodes.M_START);
+                if (w.received == 0 ? !start : start && p.psn != w.firstPsn) {
+                    error(w, WcStatus.BAD_RESP_ERR);
+                    return;
+                }
+                if (start) {
+                    w.received = 0;
+                }
                 long room = w.length - w.received;
                 if (p.payloadLen > room) {
                     error(w, WcStatus.BAD_RESP_ERR);
@@ -151,7 +164,10 @@ final class Completer {
                 }
                 psn = Psn.add(p.psn, 1);
                 progress();
-                if (w.state == SendWqe.PENDING && p.psn == w.lastPsn) {
+                if (p.psn == w.lastPsn) {
+                    // The responder has executed the whole message. rxe completes only a PENDING WQE
+                    // here; a WQE that go-back-N is sending again is complete as well (else a later
+                    // retry would resume it past its last PSN).
                     complete(w);
                 }
             }
@@ -181,14 +197,11 @@ final class Completer {
                 switch (syn) {
                     case Aeth.NAK_PSN_SEQ_ERROR -> {
                         qp.device.count(SoftCounter.RCV_SEQ_ERR);
-                        // The NAK acknowledges everything before its PSN (IBA 9.7.5.1.2).
-                        if (Psn.compare(p.psn, psn) > 0) {
+                        // The NAK acknowledges everything before its PSN (IBA 9.7.5.1.2; rxe check_ack sets
+                        // comp.psn). Earlier WQEs were completed by process(); the NAK's PSN lies in w,
+                        // and go-back-N resumes w there.
+                        if (Psn.compare(p.psn, psn) > 0 && !w.opcode.isReadOrAtomic()) {
                             psn = p.psn;
-                            SendWqe o;
-                            while ((o = outstanding()) != null && o.state == SendWqe.PENDING
-                                    && !o.opcode.isReadOrAtomic() && Psn.compare(o.lastPsn, psn) < 0) {
-                                complete(o);
-                            }
                         }
                         retry();
                     }
@@ -209,6 +222,12 @@ final class Completer {
     private void complete(SendWqe w) {
         psn = Psn.add(w.lastPsn, 1);
         qp.completeSend(w, WcStatus.SUCCESS);
+        if (qp.reqIdx - qp.compIdx < 0) {
+            // The requester was sending w again (go-back-N) when the rest of its responses arrived: it
+            // continues with the next WQE, at the PSN after w.
+            qp.reqIdx = qp.compIdx;
+            qp.requester.psn = psn;
+        }
         resetRetryCounters();
         // The retransmit timer is left armed: when it fires with nothing outstanding it disarms itself,
         // which keeps clock reads and timer wake-ups off the per-message path.
@@ -255,7 +274,7 @@ final class Completer {
      */
     void goBackN() {
         if (qp.compIdx == qp.reqIdx && outstanding() == null) {
-            return;
+            return; // nothing sent, or already rewound and not yet resent
         }
         qp.requester.psn = psn;
         for (long i = qp.compIdx; i != qp.sqHead; i++) {
@@ -265,14 +284,19 @@ final class Completer {
             }
             if (i == qp.compIdx) {
                 if (w.opcode == WrOpcode.RDMA_READ) {
+                    // rxe req_retry: a partly answered READ asks again for the rest only.
                     w.sent = w.received;
                 } else if (w.opcode.isAtomic()) {
                     w.sent = 0;
                 } else {
-                    long acked = Math.max(0, Psn.compare(psn, w.firstPsn));
-                    w.sent = Math.min(w.length, acked * qp.payloadMax());
+                    // rxe retry_first_write_send: skip the packets comp.psn says have arrived; at least
+                    // the last packet goes again (it carries the completion and the immediate data).
+                    long max = qp.payloadMax();
+                    long npkts = w.length == 0 ? 1 : (w.length + max - 1) / max;
+                    long acked = Math.min(Math.max(0, Psn.compare(psn, w.firstPsn)), npkts - 1);
+                    w.sent = acked * max;
                 }
-                w.state = SendWqe.PROCESSING;
+                w.state = SendWqe.RETRY;
             } else {
                 w.state = SendWqe.POSTED;
                 if (w.tookCredit) {

@@ -1,5 +1,7 @@
 package org.rdma4j.soft;
 
+import java.lang.foreign.MemorySegment;
+
 import org.rdma4j.verbs.Gid;
 
 /**
@@ -49,6 +51,60 @@ final class Packet {
 
     boolean is(int m) {
         return (Opcodes.mask(opcode) & m) != 0;
+    }
+
+    /**
+     * Copies the payload bytes out of the memory they refer to (a wire link's transmit, or a link
+     * that must hold the packet beyond the sender's call).
+     *
+     * @param dst    destination, at least {@link #payloadLen} bytes from {@code dstOff}
+     * @param dstOff offset in {@code dst}
+     */
+    void copyPayloadTo(MemorySegment dst, long dstOff) {
+        if (payloadLen > 0) {
+            Sgl to = new Sgl(1);
+            to.set(dst, dstOff, payloadLen);
+            Sgl.transfer(payload, payloadOff, to, 0, payloadLen);
+        }
+    }
+
+    /**
+     * @return a packet with the same header fields and a private copy of the payload, valid after the
+     *         sender's call has returned (what a wire would carry). Allocates: for links that hold
+     *         packets (fault injection), not for the fast path.
+     */
+    Packet deepCopy() {
+        Packet c = new Packet();
+        c.route = route;
+        c.sgid = sgid;
+        c.dgid = dgid;
+        c.hopLimit = hopLimit;
+        c.trafficClass = trafficClass;
+        c.opcode = opcode;
+        c.solicited = solicited;
+        c.pkey = pkey;
+        c.destQpn = destQpn;
+        c.ackReq = ackReq;
+        c.psn = psn;
+        c.va = va;
+        c.rkey = rkey;
+        c.dmaLen = dmaLen;
+        c.swapAdd = swapAdd;
+        c.compare = compare;
+        c.imm = imm;
+        c.syndrome = syndrome;
+        c.msn = msn;
+        c.origValue = origValue;
+        c.qkey = qkey;
+        c.srcQpn = srcQpn;
+        if (payloadLen > 0) {
+            MemorySegment buf = MemorySegment.ofArray(new byte[payloadLen]);
+            copyPayloadTo(buf, 0);
+            c.payload = new Sgl(1);
+            c.payload.set(buf, 0, payloadLen);
+            c.payloadLen = payloadLen;
+        }
+        return c;
     }
 
     Packet clearPayload() {

@@ -163,6 +163,9 @@ final class Requester {
         if (rc && Psn.compare(psn, Psn.add(qp.completer.psn, SoftQp.MAX_UNACKED_PSNS)) > 0) {
             return false; // rxe wait_psn: the window is full
         }
+        if (w.state == SendWqe.RETRY) {
+            w.state = SendWqe.PROCESSING; // resent: its responses count again
+        }
         Packet p = tx.clearPayload();
         route(p, w);
         p.psn = psn;

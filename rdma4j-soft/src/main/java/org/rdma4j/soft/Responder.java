@@ -401,17 +401,25 @@ final class Responder {
         lastOpcode = -1;
         SoftMr mr = writeMr;
         writeMr = null;
-        sendReadResponses(mr, p.va, len, p.psn);
+        sendReadResponses(mr, p.va, len, p.psn, true);
         return Err.NONE;
     }
 
-    private void sendReadResponses(SoftMr mr, long va, int len, int firstPsn) {
+    /**
+     * Sends the responses of an RDMA READ from {@code firstPsn} on.
+     *
+     * @param fromStart the responses start the READ's response sequence (FIRST or ONLY); false for a
+     *                  replay that resumes in the middle (MIDDLE ... LAST, rxe read_reply in
+     *                  rdatm_res_state_replay), which is what a requester that already holds the
+     *                  first part expects (rxe check_ack accepts only MIDDLE/LAST then)
+     */
+    private void sendReadResponses(SoftMr mr, long va, int len, int firstPsn, boolean fromStart) {
         int max = qp.payloadMax();
         long sent = 0;
         int pktPsn = firstPsn;
         do {
             int chunk = (int) Math.min(max, len - sent);
-            boolean first = sent == 0;
+            boolean first = sent == 0 && fromStart;
             boolean last = sent + chunk == len;
             Packet o = response(first && last ? Opcodes.READ_RESPONSE_ONLY : first ? Opcodes.READ_RESPONSE_FIRST
                     : last ? Opcodes.READ_RESPONSE_LAST : Opcodes.READ_RESPONSE_MIDDLE, pktPsn);
@@ -595,7 +603,9 @@ final class Responder {
             if (mr == null || !mr.contains(p.va, len)) {
                 return;
             }
-            sendReadResponses(mr, p.va, (int) len, p.psn);
+            // rxe duplicate_request: replay from the requested PSN; past the first PSN the numbering
+            // and the opcodes continue the original sequence (MIDDLE/LAST).
+            sendReadResponses(mr, p.va, (int) len, p.psn, p.psn == r.firstPsn);
         } else if (p.is(Opcodes.M_ATOMIC) && r.type == Resource.ATOMIC) {
             sendAtomicAck(r.orig, p.psn); // replay the cached result, never re-execute
         }

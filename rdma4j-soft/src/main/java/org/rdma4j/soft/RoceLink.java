@@ -104,8 +104,7 @@ final class RoceLink implements Link {
                     // multicast sends leave from the device's interface, not wherever the group's route points
                     socket.setMulticastInterface(address);
                 }
-                socket.setReceiveBufferSize(4 << 20);
-                socket.setSendBufferSize(4 << 20);
+                socket.setBufferSizesForced(8 << 20, 4 << 20);
                 socket.setReceiveTimeout(RX_POLL_MS);
             } catch (IOException | RuntimeException e) {
                 socket.close();

@@ -16,6 +16,12 @@ final class SendWqe {
     /** All packets sent; waiting for the acknowledgement or response (RC). */
     static final int PENDING = 2;
     static final int DONE = 3;
+    /**
+     * Rewound by go-back-N and not yet sent again: the completer ignores responses to it until the
+     * requester resends (rxe req_retry puts the WQE back to posted, and the completer's get_wqe
+     * ignores posted WQEs), so one loss episode causes one retry.
+     */
+    static final int RETRY = 4;
 
     long wrId;
     WrOpcode opcode;

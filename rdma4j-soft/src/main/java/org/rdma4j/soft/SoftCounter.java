@@ -42,6 +42,8 @@ public enum SoftCounter {
      * counts the corruption the fault-injecting link injects.
      */
     ICRC_ERROR,
+    /** Packets to a connected QP from an address other than its peer's (rxe check_addr). */
+    DROP_BAD_ADDRESS,
     /** Malformed or unexpected packets dropped. */
     DROP_MALFORMED,
     /** Completions lost to a full CQ. */

@@ -14,6 +14,7 @@ import org.rdma4j.verbs.Gid;
 import org.rdma4j.verbs.Mtu;
 import org.rdma4j.verbs.PortAttributes;
 import org.rdma4j.verbs.PortState;
+import org.rdma4j.verbs.QpType;
 import org.rdma4j.verbs.VerbsException;
 
 /**
@@ -63,7 +64,7 @@ public final class SoftDevice implements Device {
     private int nextQpn = FIRST_QPN;
     /** Multicast groups joined by QPs of this device (rxe_mcast.c mcg tree): engine lock. */
     private final java.util.Map<Gid, SoftQp[]> mcgs = new java.util.HashMap<>();
-    /** Where this device's engine sends packets (engine lock for writes). */
+    /** Where this device's engine sends packets (engine lock for writes; see {@link #link(Link)}). */
     Link link;
 
     SoftDevice(SoftFabric fabric, String name, int index) {
@@ -382,6 +383,25 @@ public final class SoftDevice implements Device {
         }
     }
 
+    /**
+     * Attaches the device to another link (a RoCEv2 one, or a decorator of the current one).
+     *
+     * @param l the link its engine sends through from now on
+     */
+    void link(Link l) {
+        fabric.lockEngine();
+        try {
+            link = l;
+        } finally {
+            fabric.engine.unlock();
+        }
+    }
+
+    /** @return the link the device sends through */
+    Link link() {
+        return link;
+    }
+
     // ---- receive dispatcher (rxe_recv.c); engine lock held ----
 
     /**
@@ -414,6 +434,12 @@ public final class SoftDevice implements Device {
         };
         if (transport != expected) {
             count(SoftCounter.DROP_BAD_STATE);
+            return;
+        }
+        // rxe check_addr: a connected QP takes packets only from its peer's address to its own, so a
+        // third host that guesses a QPN and PSN cannot inject into the connection.
+        if (qp.type != QpType.UD && qp.sgid != null && !(qp.dgid.equals(p.sgid) && qp.sgid.equals(p.dgid))) {
+            count(SoftCounter.DROP_BAD_ADDRESS);
             return;
         }
         if ((mask & Opcodes.M_REQ) != 0) {

@@ -1,7 +1,10 @@
 package org.rdma4j.soft;
 
+import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.locks.ReentrantLock;
@@ -27,8 +30,10 @@ public final class SoftFabric implements AutoCloseable {
     final ReentrantLock engine = new ReentrantLock();
     final NanoClock clock;
     final TimerService timers;
-    /** The link devices use unless given another (see {@link SoftDevice#link(Link)}). */
+    /** The link devices use unless given another (see {@link #setLink}). */
     final InProcessLink inProcess = new InProcessLink(this);
+    /** The link new devices get. Engine lock for writes. */
+    private volatile Link defaultLink = inProcess;
     private final boolean segmentAtMtu;
     private final Map<Gid, SoftDevice> byGid = new ConcurrentHashMap<>();
     private final List<SoftDevice> devices = new CopyOnWriteArrayList<>();
@@ -188,9 +193,6 @@ public final class SoftFabric implements AutoCloseable {
         }
     }
 
-    /** The link new devices get. Engine lock for writes. */
-    private volatile Link defaultLink = inProcess;
-
     Link defaultLink() {
         return defaultLink;
     }
@@ -206,7 +208,7 @@ public final class SoftFabric implements AutoCloseable {
     public void close() {
         closed = true;
         timers.close();
-        java.util.Set<Link> links = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        Set<Link> links = Collections.newSetFromMap(new IdentityHashMap<>());
         for (SoftDevice d : devices) {
             links.add(d.link);
         }

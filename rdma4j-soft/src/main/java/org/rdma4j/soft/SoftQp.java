@@ -195,7 +195,14 @@ final class SoftQp extends SoftResource implements QueuePair {
 
     @Override
     public QpState state() {
-        return state;
+        // Under the engine lock, as query() is: a packet being dispatched by another thread (a RoCE
+        // receive) finishes first, so an error completion is never seen before its state change.
+        fabric.lockEngine();
+        try {
+            return state;
+        } finally {
+            fabric.engine.unlock();
+        }
     }
 
     SendWqe slot(long idx) {

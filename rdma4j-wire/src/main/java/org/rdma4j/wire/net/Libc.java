@@ -35,6 +35,8 @@ final class Libc {
     static final int SO_REUSEADDR = 2;
     static final int SO_SNDBUF = 7;
     static final int SO_RCVBUF = 8;
+    static final int SO_SNDBUFFORCE = 32;
+    static final int SO_RCVBUFFORCE = 33;
     static final int SO_RCVTIMEO = 20;
     static final int IP_TOS = 1;
     static final int IP_TTL = 2;

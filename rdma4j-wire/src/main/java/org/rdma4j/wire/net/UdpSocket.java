@@ -7,6 +7,7 @@ import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
 import java.nio.channels.ClosedChannelException;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.rdma4j.wire.Roce;
 
 /**
  * A UDP socket called through FFM (libc {@code socket}, {@code bind}, {@code sendto},
@@ -64,6 +65,18 @@ public final class UdpSocket implements AutoCloseable {
         this.pollFd = arena.allocate(8, 8);
         this.optVal = arena.allocate(32, 8);
         this.local = new SockAddr();
+    }
+
+    /**
+     * Opens a blocking UDP socket bound to {@code address} and the RoCEv2 port 4791 (A17.4.2).
+     *
+     * @param address a local IPv4 or IPv6 address
+     * @return the socket
+     * @throws IOException if the socket cannot be created or bound (EADDRINUSE when rdma_rxe is
+     *     loaded in this network namespace: its kernel socket owns 4791)
+     */
+    public static UdpSocket open(InetAddress address) throws IOException {
+        return open(address, Roce.UDP_PORT);
     }
 
     /**
@@ -373,6 +386,28 @@ public final class UdpSocket implements AutoCloseable {
      */
     public synchronized void setReceiveBufferSize(int bytes) throws IOException {
         setInt(Libc.SOL_SOCKET, Libc.SO_RCVBUF, bytes, "SO_RCVBUF");
+    }
+
+    /**
+     * Asks for buffers of at least this size beyond {@code net.core.rmem_max}/{@code wmem_max} where the
+     * process may ({@code SO_RCVBUFFORCE}/{@code SO_SNDBUFFORCE}, CAP_NET_ADMIN), else as far as the
+     * limits allow: a RoCE receiver must absorb a whole RC window of MTU-sized packets, and the default
+     * limit (208 KiB) holds fewer than 52 of 4 KiB.
+     *
+     * @param receive receive buffer bytes
+     * @param send    send buffer bytes
+     * @return the receive buffer size the kernel granted (it doubles what was asked, as socket(7) says)
+     * @throws IOException if even the plain options fail
+     */
+    public synchronized int setBufferSizesForced(int receive, int send) throws IOException {
+        try {
+            setInt(Libc.SOL_SOCKET, Libc.SO_RCVBUFFORCE, receive, "SO_RCVBUFFORCE");
+            setInt(Libc.SOL_SOCKET, Libc.SO_SNDBUFFORCE, send, "SO_SNDBUFFORCE");
+        } catch (IOException notPermitted) {
+            setInt(Libc.SOL_SOCKET, Libc.SO_RCVBUF, receive, "SO_RCVBUF");
+            setInt(Libc.SOL_SOCKET, Libc.SO_SNDBUF, send, "SO_SNDBUF");
+        }
+        return getIntOption(Libc.SOL_SOCKET, Libc.SO_RCVBUF);
     }
 
     /**

@@ -74,7 +74,7 @@ class Ipv4IdSolverTest {
      * A random 4-byte error burst passes only with probability 2^-16: 16 of the ICRC's 32 bits are
      * left for checking. (For a burst of up to 32 bits the error residue is uniform, which is what
      * makes 2^-16 exact; shorter errors depend on their distance from the ID: with 1-byte errors, one
-     * distance, 117 bytes after the ID, lets a few byte values through.)
+     * distance, 115 bytes after the ID field, let a few byte values through.)
      */
     @Test
     void corruptionIsDetectedAlmostAlways() {

@@ -84,6 +84,24 @@ class Ipv4IdentificationTest {
         }
     }
 
+    @Test
+    void batchesFromAUdpSocketAlsoCarryIdZero() throws IOException {
+        try (UdpSocket s = UdpSocket.open(InetAddress.getByName("127.0.0.1"), 0)) {
+            DatagramBatch b = new DatagramBatch(3, 64);
+            for (int i = 0; i < 3; i++) {
+                b.setLength(i, 20 + i);
+                b.address(i).set(receiver.localAddress());
+            }
+            assertEquals(3, s.sendBatch(b, 3));
+            for (int i = 0; i < 3; i++) {
+                byte[] p = captured(s.localPort());
+                assertEquals(0, TestPackets.getShort(p, 4), "IPv4 ID of batch datagram " + i);
+                assertEquals(0x4000, TestPackets.getShort(p, 6));
+                drainReceiver(20 + i);
+            }
+        }
+    }
+
     /** The hazard itself: without DF the kernel picks IDs, so the ICRC of such a packet is unknowable. */
     @Test
     void withoutDfTheKernelPicksTheId() throws IOException {

@@ -13,7 +13,6 @@ import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
 import java.nio.channels.ClosedChannelException;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -139,24 +138,37 @@ class UdpSocketTest {
         }
     }
 
-    @Test
-    void closeWakesABlockedReceiver() throws Exception {
+    /** The three ways a receive thread can block; close() must end each of them. */
+    enum Wait { RECEIVE, RECEIVE_BATCH, POLL }
+
+    @ParameterizedTest
+    @org.junit.jupiter.params.provider.EnumSource(Wait.class)
+    void closeWakesABlockedReceiver(Wait how) throws Exception {
         UdpSocket s = UdpSocket.open(loopback("4"), 0);
         MemorySegment buf = arena.allocate(64);
-        CompletableFuture<Integer> receiver = CompletableFuture.supplyAsync(() -> {
+        String name = "udprx-" + how.ordinal() + "-" + Long.toHexString(System.nanoTime() & 0xFFFFF);
+        CompletableFuture<Object> outcome = new CompletableFuture<>();
+        Thread t = new Thread(() -> {
             try {
-                return s.receive(buf, new SockAddr()); // no timeout: only close() can end it
-            } catch (IOException e) {
-                throw new RuntimeException(e);
+                outcome.complete(switch (how) { // no timeouts: only close() can end these
+                    case RECEIVE -> s.receive(buf, new SockAddr());
+                    case RECEIVE_BATCH -> s.receiveBatch(new DatagramBatch(4, 64));
+                    case POLL -> s.awaitReadable(Integer.MAX_VALUE);
+                });
+            } catch (Throwable e) {
+                outcome.complete(e);
             }
-        });
-        // Whether close() lands before or during the receive, the receiver must end with "closed".
+        }, name);
+        t.start();
+        assertTrue(BlockedInKernel.await(name, how == Wait.POLL ? BlockedInKernel.POLL : how == Wait.RECEIVE
+                ? BlockedInKernel.RECVFROM : BlockedInKernel.RECVMMSG), "receiver never blocked in the kernel");
         s.close();
-        ExecutionException e = assertThrows(ExecutionException.class, () -> receiver.get(30, TimeUnit.SECONDS));
-        assertTrue(e.getCause().getCause() instanceof ClosedChannelException, e.toString());
+        Object result = outcome.get(30, TimeUnit.SECONDS);
+        assertTrue(result instanceof ClosedChannelException, "receiver ended with " + result);
         assertTrue(s.isClosed());
         s.close(); // idempotent
         assertThrows(ClosedChannelException.class, () -> s.send(buf, new SockAddr().set(loopback("4"), 9)));
+        t.join(10_000);
     }
 
     @Test
@@ -183,6 +195,18 @@ class UdpSocketTest {
         NativeIOException na = assertThrows(NativeIOException.class,
                 () -> UdpSocket.open(InetAddress.getByName("192.0.2.77"), 0));
         assertEquals(99, na.errno(), na.getMessage()); // EADDRNOTAVAIL: not a local address
+    }
+
+    @Test
+    void theDefaultPortIs4791() throws IOException {
+        // If something else on this host holds 4791 (rdma_rxe, another RoCE test), the bind error
+        // must still show that 4791 was asked for.
+        try (UdpSocket s = UdpSocket.open(InetAddress.getByName("127.0.0.2"))) {
+            assertEquals(4791, s.localPort());
+        } catch (NativeIOException e) {
+            assertEquals(98, e.errno(), e.getMessage());
+            assertTrue(e.getMessage().contains("127.0.0.2:4791"), e.getMessage());
+        }
     }
 
     @Test

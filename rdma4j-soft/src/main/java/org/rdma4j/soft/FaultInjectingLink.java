@@ -1,0 +1,318 @@
+package org.rdma4j.soft;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.function.Consumer;
+import java.util.function.Predicate;
+
+import org.rdma4j.common.ManualClock;
+
+/**
+ * A link decorator for tests that loses, duplicates, reorders, delays and corrupts packets, with
+ * independent seeded probabilities, in front of another link (normally the fabric's in-process one).
+ * What it does depends only on its seed and the packets it is given, so a failing run is repeated by
+ * its seed (in {@link #toString()}).
+ *
+ * <ul>
+ *   <li><b>drop</b>: the packet is gone.</li>
+ *   <li><b>corrupt</b>: models a bit error in flight. The receiver would fail the ICRC check and
+ *       discard the packet (rxe_icrc_check in rxe_rcv), so for in-process packets it is a drop
+ *       counted on the receiving device as {@link SoftCounter#ICRC_ERROR}.</li>
+ *   <li><b>reorder</b>: the packet is held and released after 1..3 later packets have passed (or at
+ *       the next clock step, so a quiet link cannot keep it forever).</li>
+ *   <li><b>delay</b>: the packet is held until a later time of the fabric's clock (1 ns ..
+ *       {@code maxDelayNs} after it was sent). With a {@link ManualClock} it is released inside
+ *       {@code advance}; on another clock, with the next packet sent after its time.</li>
+ *   <li><b>duplicate</b>: the packet is delivered, and a copy of it right after.</li>
+ * </ul>
+ * Every packet the link keeps beyond the sender's call is a deep copy (payload copied out of the
+ * sender's memory at send time, as a wire would carry it). Packets sent while this link is delivering
+ * one (an ACK produced by the responder the packet reached, say) are queued and delivered in order
+ * after it, as a wire would: a device never receives a packet re-entrantly from this link, whatever
+ * the timing of held packets. Engine lock held for every call.
+ */
+final class FaultInjectingLink implements Link {
+    /**
+     * Fault probabilities, each in [0, 1], drawn independently per packet.
+     *
+     * @param drop       lose the packet
+     * @param duplicate  deliver it twice
+     * @param reorder    hold it until 1..3 later packets have passed
+     * @param delay      hold it for up to {@code maxDelayNs} of the fabric's clock
+     * @param corrupt    corrupt it in flight (an ICRC error: the receiver discards it)
+     * @param maxDelayNs longest delay, at least 1
+     */
+    record Faults(double drop, double duplicate, double reorder, double delay, double corrupt, long maxDelayNs) {
+        /** No faults. */
+        static final Faults NONE = new Faults(0, 0, 0, 0, 0, 1);
+
+        Faults {
+            for (double d : new double[] {drop, duplicate, reorder, delay, corrupt}) {
+                if (!(d >= 0 && d <= 1)) {
+                    throw new IllegalArgumentException("fault probability " + d + " (expected 0..1)");
+                }
+            }
+            if (maxDelayNs < 1) {
+                throw new IllegalArgumentException("maxDelayNs " + maxDelayNs + " (expected >= 1)");
+            }
+        }
+
+        /** @return every fault with probability {@code p} */
+        static Faults all(double p, long maxDelayNs) {
+            return new Faults(p, p, p, p, p, maxDelayNs);
+        }
+
+        /** @return only drops, with probability {@code p} */
+        static Faults dropping(double p) {
+            return new Faults(p, 0, 0, 0, 0, 1);
+        }
+    }
+
+    /** What the link did to packets, counted. */
+    enum Fault {
+        /** Lost (randomly or by {@link #dropIf}). */
+        DROPPED,
+        /** Corrupted, and so discarded by the receiver. */
+        CORRUPTED,
+        /** Delivered twice. */
+        DUPLICATED,
+        /** Held and released after later packets. */
+        REORDERED,
+        /** Held until a later time. */
+        DELAYED
+    }
+
+    private static final class Held {
+        final SoftDevice from;
+        final Packet p;
+        /** Faults already applied: deliver as is. */
+        final boolean release;
+        int countdown;
+        long dueNs;
+
+        Held(SoftDevice from, Packet p, boolean release) {
+            this.from = from;
+            this.p = p;
+            this.release = release;
+        }
+    }
+
+    private final SoftFabric fabric;
+    private final Link next;
+    private final long seed;
+    private final SplittableRandom rnd;
+    private Faults faults;
+    private Predicate<Packet> dropIf;
+    private Consumer<Packet> tap;
+    private final long[] counts = new long[Fault.values().length];
+    /** Packets to deliver, in order, before the current send returns. */
+    private final ArrayDeque<Held> queue = new ArrayDeque<>();
+    /** Reordered and delayed packets. */
+    private final List<Held> held = new ArrayList<>();
+    private boolean delivering;
+    private final ManualClock.Listener listener = this::onClock;
+    private boolean closed;
+
+    /**
+     * @param fabric the fabric whose engine lock and clock the link uses
+     * @param next   the link that carries the packets that survive
+     * @param seed   seed of every random choice
+     * @param faults the probabilities
+     */
+    FaultInjectingLink(SoftFabric fabric, Link next, long seed, Faults faults) {
+        this.fabric = fabric;
+        this.next = next;
+        this.seed = seed;
+        this.rnd = new SplittableRandom(seed);
+        this.faults = faults;
+        if (fabric.clock instanceof ManualClock mc) {
+            mc.addListener(listener);
+        }
+    }
+
+    /** @return the seed, to print on failure */
+    long seed() {
+        return seed;
+    }
+
+    /** Changes the probabilities (engine lock held, or before traffic). */
+    void faults(Faults f) {
+        faults = f;
+    }
+
+    /**
+     * Drops, before any random fault, every packet the predicate accepts (for scripted losses:
+     * "the third READ response"). Called with each packet offered, valid only during the call.
+     */
+    void dropIf(Predicate<Packet> p) {
+        dropIf = p;
+    }
+
+    /** Shows every packet offered to the link, before faults (valid only during the call). */
+    void tap(Consumer<Packet> t) {
+        tap = t;
+    }
+
+    /** @return how often the link did that */
+    long count(Fault f) {
+        return counts[f.ordinal()];
+    }
+
+    /** @return packets held for reordering or delay */
+    int heldCount() {
+        return held.size();
+    }
+
+    @Override
+    public void send(SoftDevice from, Packet p) {
+        if (tap != null) {
+            tap.accept(p);
+        }
+        if (delivering) {
+            queue.add(new Held(from, p.deepCopy(), false)); // sent from inside a delivery: after it
+            return;
+        }
+        delivering = true;
+        try {
+            releaseDue(fabric.clock.nanoTime(), false);
+            offer(from, p);
+            drain();
+        } finally {
+            delivering = false;
+        }
+    }
+
+    /** Applies the faults to one packet and delivers it, holds it, or drops it. */
+    private void offer(SoftDevice from, Packet p) {
+        Faults f = faults;
+        // One draw per fault whatever happens, so a packet's fate does not shift the later ones'.
+        boolean drop = rnd.nextDouble() < f.drop;
+        boolean corrupt = rnd.nextDouble() < f.corrupt;
+        boolean reorder = rnd.nextDouble() < f.reorder;
+        boolean delay = rnd.nextDouble() < f.delay;
+        boolean dup = rnd.nextDouble() < f.duplicate;
+        int countdown = 1 + rnd.nextInt(3);
+        long delayNs = 1 + rnd.nextLong(f.maxDelayNs);
+        tickReordered();
+        if (dropIf != null && dropIf.test(p) || drop) {
+            counts[Fault.DROPPED.ordinal()]++;
+            return;
+        }
+        if (corrupt) {
+            counts[Fault.CORRUPTED.ordinal()]++;
+            SoftDevice to = p.route != null ? p.route : fabric.deviceFor(p.dgid);
+            if (to != null) {
+                to.count(SoftCounter.ICRC_ERROR); // the receiver's ICRC check discards it
+            }
+            return;
+        }
+        if (reorder || delay) {
+            Packet c = copy(from, p);
+            if (c == null) {
+                return;
+            }
+            Held h = new Held(from, c, true);
+            if (reorder) {
+                counts[Fault.REORDERED.ordinal()]++;
+                h.countdown = countdown;
+            } else {
+                counts[Fault.DELAYED.ordinal()]++;
+                h.dueNs = fabric.clock.nanoTime() + delayNs;
+            }
+            held.add(h);
+            return;
+        }
+        Packet again = null;
+        if (dup) {
+            again = copy(from, p); // copied before delivery: the receiver may change the source memory
+        }
+        next.send(from, p);
+        if (again != null) {
+            counts[Fault.DUPLICATED.ordinal()]++;
+            queue.addFirst(new Held(from, again, true));
+        }
+    }
+
+    /** A deep copy, or null (counted as a drop) if the sender's memory is already gone. */
+    private Packet copy(SoftDevice from, Packet p) {
+        try {
+            return p.deepCopy();
+        } catch (IllegalStateException | IndexOutOfBoundsException e) {
+            counts[Fault.DROPPED.ordinal()]++;
+            return null;
+        }
+    }
+
+    /** One more packet has passed: reordered packets whose count is up go next. */
+    private void tickReordered() {
+        for (Iterator<Held> it = held.iterator(); it.hasNext(); ) {
+            Held h = it.next();
+            if (h.countdown > 0 && --h.countdown == 0) {
+                it.remove();
+                queue.add(h);
+            }
+        }
+    }
+
+    private void releaseDue(long nowNs, boolean all) {
+        for (Iterator<Held> it = held.iterator(); it.hasNext(); ) {
+            Held h = it.next();
+            if (h.countdown > 0 ? all : nowNs - h.dueNs >= 0) {
+                it.remove();
+                queue.add(h);
+            }
+        }
+    }
+
+    private void drain() {
+        Held h;
+        while ((h = queue.poll()) != null) {
+            if (h.release) {
+                next.send(h.from, h.p);
+            } else {
+                offer(h.from, h.p);
+            }
+        }
+    }
+
+    /** Time moved: delayed packets that are due go, and so do reordered ones still waiting. */
+    private void onClock(long nowNs) {
+        fabric.lockEngine();
+        try {
+            if (delivering || closed || held.isEmpty()) {
+                return;
+            }
+            delivering = true;
+            try {
+                releaseDue(nowNs, true);
+                drain();
+            } finally {
+                delivering = false;
+            }
+        } finally {
+            fabric.engine.unlock();
+        }
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        if (fabric.clock instanceof ManualClock mc) {
+            mc.removeListener(listener);
+        }
+        held.clear();
+        queue.clear();
+    }
+
+    @Override
+    public String toString() {
+        StringBuilder sb = new StringBuilder("FaultInjectingLink{seed=").append(seed).append(", ").append(faults);
+        for (Fault f : Fault.values()) {
+            sb.append(", ").append(f.name().toLowerCase(java.util.Locale.ROOT)).append('=').append(counts[f.ordinal()]);
+        }
+        return sb.append(", held=").append(held.size()).append('}').toString();
+    }
+}
