@@ -836,15 +836,15 @@ public final class IpoibInterface implements AutoCloseable {
             try {
                 resources.get(k).close();
             } catch (Exception e) {
-                // best effort: keep closing the rest
+                log.accept("ipoib: close: " + e.getMessage()); // keep closing the rest
             }
         }
         resources.clear();
         if (ctx != null) {
             try {
-                ctx.close();
+                ctx.close(); // refuses (EBUSY) if anything above leaked
             } catch (VerbsException e) {
-                // reported by the leak check of whoever owns the device
+                log.accept("ipoib: close: " + e.getMessage());
             }
         }
         arena.close();

@@ -135,6 +135,18 @@ class IpoibNamespaceTest {
         tcpCopy(8 << 20);
         iperf3();
 
+        // aging: an entry not confirmed by ARP for 3 s is forgotten, and the next packet resolves it again
+        a.await(l -> l.equals("neighbour 10.200.0.2 expired"), 15, "expired neighbour line");
+        long learnedBefore = a.lines().stream().filter(l -> l.startsWith("neighbour 10.200.0.2 lladdr")).count();
+        ping(nsA, "10.200.0.2");
+        a.await(l -> a.lines().stream().filter(x -> x.startsWith("neighbour 10.200.0.2 lladdr")).count() > learnedBefore,
+                5, "neighbour resolved again after expiry");
+
+        // an address nobody answers for: three ARP requests a second apart, then the waiting packets are dropped
+        Result unanswered = exec(15, "ip", "netns", "exec", nsA, "ping", "-c", "1", "-W", "5", "10.200.0.9");
+        assertNotEquals(0, unanswered.exit(), unanswered.out());
+        a.await(l -> l.equals("neighbour 10.200.0.9 failed (no ARP reply)"), 10, "failed resolution line");
+
         // restart B on another port GID (a soft device's first QPN is always 0x11, so the new hardware address
         // differs by its GID): A's entry is stale, and B's gratuitous ARP at start makes A re-learn it
         String oldB = lladdr(bUp);
@@ -161,7 +173,13 @@ class IpoibNamespaceTest {
         }
         assertTrue(counters.get("rx_packets") > 0 && counters.get("tx_packets") > 0, a.text());
         assertEquals(0L, counters.get("rx_errors"), a.text());
+        assertTrue(counters.get("tx_drop_unresolved") >= 1, "the packet to 10.200.0.9 was dropped:\n" + a.text());
+        assertTrue(counters.get("neighbours_expired") >= 2, "an expiry and a failure:\n" + a.text());
         stop(b2);
+        for (Child c : List.of(a, b, b2)) {
+            assertTrue(c.lines().stream().noneMatch(l -> l.startsWith("ipoib: close:") || l.contains("thread stopped")),
+                    "clean shutdown, nothing leaked:\n" + c.text());
+        }
     }
 
     private static String lladdr(String upLine) {
@@ -176,8 +194,10 @@ class IpoibNamespaceTest {
         return o[1] + o[2] + o[3];
     }
 
+    /** Neighbours stay valid 3 s here, so the test sees entries expire and get resolved again. */
     private Child daemon(String ns, String roceAddr, String addr) throws IOException {
-        return java(ns, "rxe0=" + roceAddr, IpoibMain.class.getName(), "-d", "rxe0", "--ifname", "ib0", "--addr", addr);
+        return java(ns, "rxe0=" + roceAddr, IpoibMain.class.getName(), "-d", "rxe0", "--ifname", "ib0", "--addr", addr,
+                "--reachable-ms", "3000");
     }
 
     private Child java(String ns, String devices, String main, String... args) throws IOException {
