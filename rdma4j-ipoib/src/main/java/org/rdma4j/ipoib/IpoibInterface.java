@@ -123,7 +123,7 @@ public final class IpoibInterface implements AutoCloseable {
     private boolean attached;
     private HardwareAddress self;
     private AddressHandle broadcastAh;
-    private TunDevice tun;
+    private PacketPort tun;
     private NeighbourCache<AddressHandle> neighbours;
 
     // receive ring
@@ -185,6 +185,23 @@ public final class IpoibInterface implements AutoCloseable {
      * @throws VerbsException if a verbs call fails
      */
     public static IpoibInterface start(Device device, Config cfg, Consumer<String> log) throws IOException {
+        return start(device, cfg, null, log);
+    }
+
+    /**
+     * As {@link #start(Device, Config, Consumer)}, exchanging packets with a given port instead of a TUN
+     * interface it creates (tests without root).
+     *
+     * @param device the verbs device (port 1)
+     * @param cfg    configuration (its ifname and address are not applied to the port)
+     * @param port   the IP side, or null to create and configure a TUN interface
+     * @param log    receives one line per learned or expired neighbour
+     * @return the running interface
+     * @throws IOException     if the TUN interface cannot be created or configured
+     * @throws VerbsException if a verbs call fails
+     */
+    public static IpoibInterface start(Device device, Config cfg, PacketPort port, Consumer<String> log)
+            throws IOException {
         if (cfg.prefixLen() < 1 || cfg.prefixLen() > 30) {
             throw new IllegalArgumentException("prefix length " + cfg.prefixLen() + " (1..30)");
         }
@@ -204,7 +221,7 @@ public final class IpoibInterface implements AutoCloseable {
             throw e;
         }
         try {
-            i.setUp();
+            i.setUp(port);
         } catch (IOException | RuntimeException e) {
             i.close();
             throw e;
@@ -212,7 +229,7 @@ public final class IpoibInterface implements AutoCloseable {
         return i;
     }
 
-    private void setUp() throws IOException {
+    private void setUp(PacketPort port) throws IOException {
         gid = ctx.queryGid(1, 0);
         broadcast = cfg.broadcast() != null ? cfg.broadcast()
                 : gid.isIpv4Mapped() ? Ipoib.broadcastGidIpv4(cfg.pkey()) : Ipoib.broadcastGid(cfg.pkey());
@@ -264,9 +281,14 @@ public final class IpoibInterface implements AutoCloseable {
         }
         recvCq.reqNotify(false);
 
-        tun = TunDevice.open(cfg.ifname());
-        disableIpv6(tun.name());
-        tun.configure(mtu, cfg.address(), cfg.prefixLen());
+        if (port != null) {
+            tun = port;
+        } else {
+            TunDevice t = TunDevice.open(cfg.ifname());
+            tun = t;
+            disableIpv6(t.name());
+            t.configure(mtu, cfg.address(), cfg.prefixLen());
+        }
 
         running = true;
         nextTickNs = cfg.clock().nanoTime() + TICK_NS;
@@ -794,14 +816,6 @@ public final class IpoibInterface implements AutoCloseable {
         } finally {
             lock.unlock();
         }
-    }
-
-    /**
-     * Runs aging now (tests with a manual clock call it after advancing the clock).
-     */
-    public void ageNow() {
-        nextTickNs = cfg.clock().nanoTime();
-        tick();
     }
 
     static String ipString(int a) {

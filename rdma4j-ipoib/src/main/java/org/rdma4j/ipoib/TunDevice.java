@@ -18,7 +18,7 @@ import java.nio.charset.StandardCharsets;
  * <p>Threads: one reader and one writer may work at once (each has its own native scratch); the
  * descriptor is non-blocking and reads wait with {@code poll}, bounded by the caller's timeout.
  */
-public final class TunDevice implements AutoCloseable {
+public final class TunDevice implements PacketPort {
     /** _IOW('T', 202, int) from linux/if_tun.h. */
     static final long TUNSETIFF = 0x400454CAL;
     static final short IFF_TUN = 0x0001;
@@ -81,6 +81,7 @@ public final class TunDevice implements AutoCloseable {
     }
 
     /** @return the interface name the kernel gave */
+    @Override
     public String name() {
         return name;
     }
@@ -154,6 +155,7 @@ public final class TunDevice implements AutoCloseable {
      * @return the packet length, 0 if none arrived in time, -1 if the device is closed
      * @throws IOException on a read error
      */
+    @Override
     public int read(MemorySegment into, int timeoutMs) throws IOException {
         if (closed) {
             return -1;
@@ -192,6 +194,7 @@ public final class TunDevice implements AutoCloseable {
      *     would drop on a full ring)
      * @throws IOException on another error
      */
+    @Override
     public boolean write(MemorySegment packet, int length) throws IOException {
         if (closed) {
             return false;

@@ -50,7 +50,26 @@ public final class HostileSender {
         int targetQpn = Integer.parseInt(args[2], 16);
         Gid victim = Gid.ofInetAddress(InetAddress.getByName(args[3]));
         int victimQpn = Integer.parseInt(args[4], 16);
-        try (Arena arena = Arena.ofShared(); Context ctx = Verbs.device(args[0]).open()) {
+        try (Context ctx = Verbs.device(args[0]).open()) {
+            int sent = sendAll(ctx, target, targetQpn, victim, victimQpn, Ipoib.broadcastGidIpv4(Ipoib.DEFAULT_PKEY));
+            System.out.println("hostile sent " + sent);
+            System.out.flush();
+        }
+    }
+
+    /**
+     * Sends the seven messages.
+     *
+     * @param ctx       an open device of the fabric (not the target's)
+     * @param target    the target interface's GID
+     * @param targetQpn its QPN
+     * @param victim    GID of the host whose identity the spoofed ARP claims
+     * @param victimQpn that host's QPN
+     * @param group     the broadcast group
+     * @return how many were sent (7)
+     */
+    static int sendAll(Context ctx, Gid target, int targetQpn, Gid victim, int victimQpn, Gid group) {
+        try (Arena arena = Arena.ofShared()) {
             ProtectionDomain pd = ctx.allocPd();
             CompletionQueue cq = ctx.createCq(64, null, 0);
             QueuePair qp = pd.createQp(new QpInitAttributes().type(QpType.UD).sendCq(cq).recvCq(cq)
@@ -60,8 +79,7 @@ public final class HostileSender {
             qp.modify(new QpAttributes().state(QpState.RTS).sqPsn(0));
             MemoryRegion mr = pd.regMr(arena.allocate(8 * 256, 64), EnumSet.of(AccessFlag.LOCAL_WRITE));
             AddressHandle toTarget = pd.createAh(new AhAttributes().dgid(target).sgidIndex(0).portNum(1).hopLimit(64).global(true));
-            AddressHandle toGroup = pd.createAh(new AhAttributes().dgid(Ipoib.broadcastGidIpv4(Ipoib.DEFAULT_PKEY))
-                    .sgidIndex(0).portNum(1).hopLimit(64).global(true));
+            AddressHandle toGroup = pd.createAh(new AhAttributes().dgid(group).sgidIndex(0).portNum(1).hopLimit(64).global(true));
             MemorySegment m = mr.segment();
             ValueLayout.OfShort be16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
             HardwareAddress victimHw = new HardwareAddress(0, victimQpn, victim);
@@ -91,14 +109,13 @@ public final class HostileSender {
             // 7: truncated ARP to the broadcast group (every member counts it) -> bad ARP
             Ipoib.writeHeader(m, 1536, Ipoib.TYPE_ARP);
             sent += send(qp, cq, mr, 1536, 4 + 20, toGroup, QueuePair.MULTICAST_QPN);
-            System.out.println("hostile sent " + sent);
-            System.out.flush();
             toGroup.close();
             toTarget.close();
             mr.close();
             qp.close();
             cq.close();
             pd.close();
+            return sent;
         }
     }
 
