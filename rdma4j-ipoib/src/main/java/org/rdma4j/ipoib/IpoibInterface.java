@@ -488,7 +488,8 @@ public final class IpoibInterface implements AutoCloseable {
                 return;
             }
             NeighbourCache.Entry<AddressHandle> e = neighbours.get(dst);
-            if (e != null && e.state() == NeighbourCache.State.REACHABLE) {
+            if (e != null && e.ah() != null) { // reachable, or being probed while in use
+                neighbours.used(e);
                 postData(base, n, e.ah(), e.hardware().qpn());
                 return;
             }
@@ -753,7 +754,7 @@ public final class IpoibInterface implements AutoCloseable {
 
     /** Records a neighbour's address, makes an address handle when it is new or changed, flushes its queue (lock held). */
     private void learn(int spa, HardwareAddress sha, NeighbourCache.Entry<AddressHandle> known) {
-        boolean changed = known == null || known.state() != NeighbourCache.State.REACHABLE || !sha.equals(known.hardware());
+        boolean changed = known == null || known.ah() == null || !sha.equals(known.hardware());
         NeighbourCache.Entry<AddressHandle> e = neighbours.confirm(spa, sha);
         if (e == null || !changed) {
             return;
@@ -768,6 +769,9 @@ public final class IpoibInterface implements AutoCloseable {
         retire(neighbours.install(e, ah));
         count(IpoibCounter.NEIGHBOURS_LEARNED);
         log.accept("neighbour " + ipString(spa) + " lladdr " + sha + " learned");
+        if (e.pendingCount() > 0) {
+            neighbours.used(e);
+        }
         neighbours.drain(e, b -> {
             int n = pendingLength[b];
             long base = ctlSlot();
@@ -788,6 +792,12 @@ public final class IpoibInterface implements AutoCloseable {
         @Override
         public void retry(NeighbourCache.Entry<AddressHandle> e) {
             sendArp(ArpPacket.OP_REQUEST, null, e.ip(), broadcastAh, QueuePair.MULTICAST_QPN);
+        }
+
+        @Override
+        public void probe(NeighbourCache.Entry<AddressHandle> e) {
+            // unicast to the address we have (RFC 1122 2.3.2.1: unicast poll before falling back to broadcast)
+            sendArp(ArpPacket.OP_REQUEST, e.hardware(), e.ip(), e.ah(), e.hardware().qpn());
         }
 
         @Override

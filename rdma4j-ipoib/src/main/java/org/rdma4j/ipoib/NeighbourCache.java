@@ -6,10 +6,11 @@ import org.rdma4j.common.NanoClock;
 
 /**
  * The IPv4 neighbour table of an IPoIB interface: IPv4 address to 20-byte hardware address and the
- * address handle that reaches it, with aging on an injectable clock (as the kernel's neighbour table:
- * an entry confirmed by an ARP packet stays usable for the reachable time, then is forgotten and
- * resolved again; an unanswered request is repeated a few times, then the entry fails and its queued
- * packets are dropped).
+ * address handle that reaches it, with aging on an injectable clock, shaped like the kernel's neighbour
+ * table: an entry confirmed by an ARP packet is reachable for the reachable time; then, if packets were
+ * sent to it meanwhile, it is probed with unicast ARP requests while staying in use, and forgotten if
+ * nothing was sent to it or the probes go unanswered. An unanswered resolution is repeated a few times,
+ * then the entry fails and its queued packets are dropped.
  *
  * <p>An open-addressing table keyed by the address, so a lookup on the send path allocates nothing.
  * Not thread-safe: the interface calls it under its lock.
@@ -22,7 +23,13 @@ public final class NeighbourCache<A> {
         /** An ARP request is out; packets wait in the entry's queue. */
         INCOMPLETE,
         /** The hardware address is known and was confirmed within the reachable time. */
-        REACHABLE
+        REACHABLE,
+        /**
+         * The reachable time ran out while the entry was in use: it is still used, and unicast ARP requests
+         * to the known address ask the neighbour to confirm (the kernel's STALE/PROBE states, so traffic
+         * does not stop for a new broadcast resolution every reachable period).
+         */
+        PROBE
     }
 
     /**
@@ -38,6 +45,8 @@ public final class NeighbourCache<A> {
         long confirmedNs;
         long requestNs;
         int requests;
+        /** Set by {@link NeighbourCache#used} on the send path, cleared by aging. */
+        boolean used;
         final int[] pending;
         int pendingCount;
 
@@ -80,11 +89,18 @@ public final class NeighbourCache<A> {
     /** What aging found; called from {@link #age}. */
     public interface Listener<A> {
         /**
-         * An incomplete entry needs another ARP request.
+         * An incomplete entry needs another ARP request (to the broadcast group).
          *
          * @param e the entry (its request count already raised)
          */
         void retry(Entry<A> e);
+
+        /**
+         * An entry in use needs confirming: send a unicast ARP request to its known hardware address.
+         *
+         * @param e the entry (state {@link State#PROBE}, request count already raised)
+         */
+        void probe(Entry<A> e);
 
         /**
          * An entry was removed: a reachable one not confirmed in time, or an incomplete one whose requests
@@ -186,11 +202,22 @@ public final class NeighbourCache<A> {
             e = insert(ip);
         }
         e.confirmedNs = clock.nanoTime();
-        if (e.state == State.REACHABLE && hw.equals(e.hw)) {
+        if (e.ah != null && hw.equals(e.hw)) {
+            e.state = State.REACHABLE; // a probed entry is confirmed; its handle stays
+            e.requests = 0;
             return e;
         }
         e.hw = hw;
         return e;
+    }
+
+    /**
+     * Notes that a packet was sent to the entry (the send path calls it; no clock read).
+     *
+     * @param e the entry
+     */
+    public void used(Entry<A> e) {
+        e.used = true;
     }
 
     /**
@@ -253,9 +280,17 @@ public final class NeighbourCache<A> {
             }
             if (e.state == State.REACHABLE) {
                 if (now - e.confirmedNs >= reachableNs) {
-                    remove(i);
-                    listener.removed(e);
-                    i--; // backward shift moved another entry into slot i
+                    if (e.used) {
+                        e.used = false;
+                        e.state = State.PROBE;
+                        e.requests = 1;
+                        e.requestNs = now;
+                        listener.probe(e);
+                    } else {
+                        remove(i);
+                        listener.removed(e);
+                        i--; // backward shift moved another entry into slot i
+                    }
                 }
             } else if (now - e.requestNs >= retransNs) {
                 if (e.requests >= maxRequests) {
@@ -265,7 +300,11 @@ public final class NeighbourCache<A> {
                 } else {
                     e.requests++;
                     e.requestNs = now;
-                    listener.retry(e);
+                    if (e.state == State.PROBE) {
+                        listener.probe(e);
+                    } else {
+                        listener.retry(e);
+                    }
                 }
             }
         }

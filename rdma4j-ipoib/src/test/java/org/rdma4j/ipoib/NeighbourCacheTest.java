@@ -30,6 +30,11 @@ class NeighbourCacheTest {
         }
 
         @Override
+        public void probe(NeighbourCache.Entry<String> e) {
+            events.add("probe " + e.ip() + " #" + e.requests());
+        }
+
+        @Override
         public void removed(NeighbourCache.Entry<String> e) {
             events.add("removed " + e.ip() + " " + e.state() + " pending=" + e.pendingCount());
         }
@@ -99,6 +104,41 @@ class NeighbourCacheTest {
     }
 
     @Test
+    void entryInUseIsProbedByUnicastAndStaysUsable() {
+        NeighbourCache<String> c = cache();
+        NeighbourCache.Entry<String> e = c.confirm(5, hw(1));
+        c.install(e, "ah");
+        c.used(e);
+        clock.advance(60 * S);
+        c.age(listener);
+        assertEquals(List.of("probe 5 #1"), events, "used since confirmation: probe instead of forgetting");
+        assertEquals(NeighbourCache.State.PROBE, e.state());
+        assertEquals("ah", e.ah(), "still usable while probed");
+        assertSame(e, c.confirm(5, hw(1))); // the unicast reply
+        assertEquals(NeighbourCache.State.REACHABLE, e.state());
+        assertEquals("ah", e.ah(), "same address: the handle is kept");
+        clock.advance(60 * S);
+        c.age(listener);
+        assertEquals("removed 5 REACHABLE pending=0", events.getLast(), "unused for a whole period: forgotten");
+    }
+
+    @Test
+    void unansweredProbesRemoveTheEntry() {
+        NeighbourCache<String> c = cache();
+        NeighbourCache.Entry<String> e = c.confirm(5, hw(1));
+        c.install(e, "ah");
+        c.used(e);
+        clock.advance(60 * S);
+        c.age(listener);
+        for (int i = 0; i < 3; i++) {
+            clock.advance(S);
+            c.age(listener);
+        }
+        assertEquals(List.of("probe 5 #1", "probe 5 #2", "probe 5 #3", "removed 5 PROBE pending=0"), events);
+        assertNull(c.get(5));
+    }
+
+    @Test
     void changedAddressIsVisibleAndNewHandleReplacesOld() {
         NeighbourCache<String> c = cache();
         NeighbourCache.Entry<String> e = c.confirm(5, hw(1));
@@ -139,6 +179,10 @@ class NeighbourCacheTest {
                 c.age(new NeighbourCache.Listener<>() {
                     @Override
                     public void retry(NeighbourCache.Entry<String> e) {
+                    }
+
+                    @Override
+                    public void probe(NeighbourCache.Entry<String> e) {
                     }
 
                     @Override
