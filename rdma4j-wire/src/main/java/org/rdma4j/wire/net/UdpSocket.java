@@ -133,8 +133,9 @@ public final class UdpSocket implements AutoCloseable {
     /**
      * Opens a socket that receives a multicast group's datagrams: {@code SO_REUSEADDR} (several devices of
      * one host may join the same group), bound to {@code group:port} (a socket bound to a unicast address
-     * does not see multicast datagrams), and joined to the group on the interface that owns
-     * {@code iface} ({@code IP_ADD_MEMBERSHIP} / {@code IPV6_JOIN_GROUP}).
+     * does not see multicast datagrams), {@code IP_MULTICAST_ALL} off (it receives only while it is itself
+     * a member), and joined to the group on the interface that owns {@code iface}
+     * ({@code IP_ADD_MEMBERSHIP} / {@code IPV6_JOIN_GROUP}).
      *
      * @param group a multicast address
      * @param port  the UDP port
@@ -157,8 +158,13 @@ public final class UdpSocket implements AutoCloseable {
         UdpSocket s = new UdpSocket(fd, v6, st);
         try {
             s.setInt(Libc.SOL_SOCKET, Libc.SO_REUSEADDR, 1, "SO_REUSEADDR");
+            // only the groups this socket joined: by default Linux gives a socket bound to a group address
+            // that group's datagrams whenever any socket of the host joined it on the interface
             if (v6) {
                 s.setInt(Libc.IPPROTO_IPV6, Libc.IPV6_V6ONLY, 1, "IPV6_V6ONLY");
+                s.setInt(Libc.IPPROTO_IPV6, Libc.IPV6_MULTICAST_ALL, 0, "IPV6_MULTICAST_ALL");
+            } else {
+                s.setInt(Libc.IPPROTO_IP, Libc.IP_MULTICAST_ALL, 0, "IP_MULTICAST_ALL");
             }
             if (Libc.bind(st, fd, bindAddress.seg, bindAddress.length()) != 0) {
                 throw Libc.error("bind", st, bindAddress.toString());
