@@ -374,12 +374,12 @@ public final class SoftDevice implements Device {
             count(SoftCounter.DROP_NO_MCAST_GROUP);
             return;
         }
+        if ((p.opcode & 0xE0) != Opcodes.UD || (p.mask() & Opcodes.M_REQ) == 0) {
+            count(SoftCounter.DROP_BAD_STATE); // rxe check_type_state: multicast is UD only
+            return;
+        }
         for (SoftQp qp : members) {
-            if ((p.opcode & 0xE0) != Opcodes.UD || (p.mask() & Opcodes.M_REQ) == 0) {
-                count(SoftCounter.DROP_BAD_STATE); // rxe check_type_state: multicast is UD only
-                return;
-            }
-            qp.responder.onRequest(p);
+            qp.responder.onRequest(p); // state and Q_Key checked per member (rxe check_type_state, check_keys)
         }
     }
 

@@ -120,11 +120,9 @@ public final class SoftFabric implements AutoCloseable {
         return List.copyOf(devices);
     }
 
-    /** Visits every device without copying the list (multicast fan-out, engine lock held). */
-    void forEachDevice(java.util.function.Consumer<SoftDevice> action) {
-        for (SoftDevice d : devices) {
-            action.accept(d);
-        }
+    /** @return the live device list, not copied (multicast fan-out on the engine's path; do not modify) */
+    List<SoftDevice> deviceList() {
+        return devices;
     }
 
     /** @return whether messages are cut at the path MTU */
