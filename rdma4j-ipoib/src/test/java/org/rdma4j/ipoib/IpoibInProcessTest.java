@@ -89,8 +89,18 @@ class IpoibInProcessTest {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         while (!cond.getAsBoolean()) {
             if (System.nanoTime() > deadline) {
+                StringBuilder threads = new StringBuilder();
+                Thread.getAllStackTraces().forEach((t, st) -> {
+                    if (t.getName().startsWith("ipoib-")) {
+                        threads.append(t.getName()).append(' ').append(t.getState()).append('\n');
+                        for (StackTraceElement e : st) {
+                            threads.append("    at ").append(e).append('\n');
+                        }
+                    }
+                });
                 fail("not within 10 s: " + what + "\nA log " + logA + " neighbours " + a.neighbourLines() + "\n"
-                        + a.countersText() + "\nB log " + logB + " neighbours " + b.neighbourLines() + "\n" + b.countersText());
+                        + a.countersText() + "\nB log " + logB + " neighbours " + b.neighbourLines() + "\n" + b.countersText()
+                        + "\nclock " + clock.nanoTime() + "\n" + threads);
             }
             Thread.sleep(5);
         }
