@@ -10,6 +10,8 @@ public enum IpoibCounter {
     RX_PACKETS,
     /** Their bytes. */
     RX_BYTES,
+    /** ARP packets taken from the fabric (valid, not spoofed, not our own). */
+    RX_ARP,
     /** ARP requests sent (first ones and retries). */
     ARP_REQUESTS_SENT,
     /** ARP replies sent. */

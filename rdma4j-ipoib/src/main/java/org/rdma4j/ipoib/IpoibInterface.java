@@ -728,6 +728,7 @@ public final class IpoibInterface implements AutoCloseable {
             count(IpoibCounter.RX_DROP_ARP_SPOOFED);
             return;
         }
+        count(IpoibCounter.RX_ARP);
         int spa = arp.senderIp();
         int tpa = arp.targetIp();
         boolean forUs = tpa == ip;

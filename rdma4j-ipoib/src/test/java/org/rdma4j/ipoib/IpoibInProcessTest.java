@@ -148,6 +148,8 @@ class IpoibInProcessTest {
         assertNotNull(portB.fromInterface.poll(10, TimeUnit.SECONDS));
         await(() -> a.counter(IpoibCounter.ARP_REQUESTS_SENT) == 2 && b.counter(IpoibCounter.ARP_REPLIES_SENT) == 1,
                 "announcement and one resolution");
+        // A has taken B's announcement and B's reply (its confirmation time is now, before the clock moves)
+        await(() -> a.counter(IpoibCounter.RX_ARP) == 2, "A processed B's ARP packets");
         long requests = 2;
         long replies = 1;
         clock.advance(60 * S);
