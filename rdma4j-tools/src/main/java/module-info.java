@@ -5,6 +5,8 @@
  */
 module org.rdma4j.tools {
     requires transitive org.rdma4j.verbs;
+    // --chart: the PNG is drawn with java.awt (headless) and written with javax.imageio.
+    requires java.desktop;
 
     exports org.rdma4j.tools;
 

@@ -9,6 +9,7 @@ import org.rdma4j.verbs.AccessFlag;
 import org.rdma4j.verbs.AhAttributes;
 import org.rdma4j.verbs.CompletionQueue;
 import org.rdma4j.verbs.Context;
+import org.rdma4j.verbs.Device;
 import org.rdma4j.verbs.Gid;
 import org.rdma4j.verbs.MemoryRegion;
 import org.rdma4j.verbs.PortAttributes;
@@ -46,8 +47,8 @@ final class RcPair implements AutoCloseable {
         final QueuePair qp;
         final List<MemoryRegion> mrs = new ArrayList<>();
 
-        Side(String device, int cqe, QpCapabilities cap) {
-            ctx = Verbs.device(device).open();
+        Side(Device device, int cqe, QpCapabilities cap) {
+            ctx = device.open();
             pd = ctx.allocPd();
             sendCq = ctx.createCq(cqe, null, 0);
             recvCq = ctx.createCq(cqe, null, 0);
@@ -75,8 +76,12 @@ final class RcPair implements AutoCloseable {
     }
 
     RcPair(int cqe, QpCapabilities cap) {
-        String devA = System.getProperty("rdma4j.bench.devA", "soft0");
-        String devB = System.getProperty("rdma4j.bench.devB", "soft1");
+        this(Verbs.device(System.getProperty("rdma4j.bench.devA", "soft0")),
+                Verbs.device(System.getProperty("rdma4j.bench.devB", "soft1")), cqe, cap);
+    }
+
+    /** A pair between two given devices (e.g. of a fabric built with particular DMA modes). */
+    RcPair(Device devA, Device devB, int cqe, QpCapabilities cap) {
         a = new Side(devA, cqe, cap);
         b = new Side(devB, cqe, cap);
         connect(a, b, 0x1000);

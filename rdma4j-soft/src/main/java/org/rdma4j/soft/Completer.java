@@ -3,6 +3,7 @@ package org.rdma4j.soft;
 import java.lang.foreign.ValueLayout;
 
 import org.rdma4j.common.Psn;
+import org.rdma4j.dma.DmaSpace;
 import org.rdma4j.verbs.QpState;
 import org.rdma4j.verbs.WcStatus;
 import org.rdma4j.verbs.WrOpcode;
@@ -18,6 +19,11 @@ final class Completer {
     int psn;
     int retryCnt;
     int rnrRetry;
+    /**
+     * rxe comp.started_retry: a retry episode is under way, so a further implied or explicit NAK starts
+     * no second one until a response makes progress or the timer fires.
+     */
+    boolean startedRetry;
 
     Completer(SoftQp qp) {
         this.qp = qp;
@@ -27,11 +33,13 @@ final class Completer {
         psn = 0;
         retryCnt = qp.retryCnt;
         rnrRetry = qp.rnrRetry;
+        startedRetry = false;
     }
 
     private void resetRetryCounters() {
         retryCnt = qp.retryCnt;
         rnrRetry = qp.rnrRetry;
+        startedRetry = false;
     }
 
     /** @return the oldest WQE the requester has started and not completed, or null */
@@ -49,6 +57,13 @@ final class Completer {
             qp.device.count(SoftCounter.DROP_BAD_STATE);
             return;
         }
+        // rxe behaviour (rxe_completer): every response packet that reaches the completer clears
+        // comp.timeout_retry and the completer re-arms the retransmit timer on its way out, whether the
+        // packet made progress or was a duplicate. So a peer that is still answering (for instance
+        // replaying a long READ response because a request was resent) postpones the retry. Retrying
+        // anyway makes rxe restart that READ response from the top each time: with 8 MiB reads under
+        // a slow link the retries outran the replies and the READ never completed.
+        qp.progressSinceArm = true;
         process(p);
         qp.requester.run();
     }
@@ -66,7 +81,7 @@ final class Completer {
                 if (w.state == SendWqe.PENDING) {
                     if (readOrAtomic) {
                         // A response beyond a read/atomic means its own response was lost.
-                        retry();
+                        retry(false);
                         return;
                     }
                     // A coalesced ACK covers this SEND/WRITE: complete it and look at the next.
@@ -145,6 +160,9 @@ final class Completer {
                 }
                 try {
                     // The original value, in host order, into the local 8-byte buffer (rxe do_atomic).
+                    if (!w.sgl.access(0, 8, DmaSpace.WRITE)) {
+                        throw Sgl.FAULT;
+                    }
                     w.sgl.seg[0].set(ValueLayout.JAVA_LONG_UNALIGNED, w.sgl.off[0], p.origValue);
                 } catch (IllegalStateException | IndexOutOfBoundsException e) {
                     error(w, WcStatus.LOC_PROT_ERR);
@@ -203,7 +221,7 @@ final class Completer {
                         if (Psn.compare(p.psn, psn) > 0 && !w.opcode.isReadOrAtomic()) {
                             psn = p.psn;
                         }
-                        retry();
+                        retry(false);
                     }
                     case Aeth.NAK_INVALID_REQ -> error(w, WcStatus.REM_INV_REQ_ERR);
                     case Aeth.NAK_REM_ACC_ERR -> error(w, WcStatus.REM_ACCESS_ERR);
@@ -242,14 +260,26 @@ final class Completer {
 
     /** The retransmit timer expired with work outstanding. */
     void timeout() {
-        retry();
+        retry(true);
         qp.requester.run();
     }
 
-    /** rxe COMPST_ERROR_RETRY: count a retry (7 = forever, as rxe does) or fail the WQE. */
-    private void retry() {
+    /**
+     * rxe COMPST_ERROR_RETRY: count a retry (7 = forever, as rxe does) or fail the WQE.
+     *
+     * @param timedOut the retransmit timer fired (rather than a NAK or a response beyond a read/atomic)
+     */
+    private void retry(boolean timedOut) {
         SendWqe w = outstanding();
         if (w == null) {
+            return;
+        }
+        // rxe behaviour (rxe_completer, comp.started_retry): once a retry has started, NAKs and implied
+        // NAKs start no other until progress or a timeout. With many reads outstanding, every response
+        // of a later read is an implied NAK of the one with a gap; retrying on each re-sent all the
+        // reads again and rxe replayed every one of them, so 50 outstanding 64 KiB reads under 2% loss
+        // never completed.
+        if (startedRetry && !timedOut) {
             return;
         }
         if (retryCnt > 0) {
@@ -258,6 +288,7 @@ final class Completer {
                 retryCnt--;
             }
             qp.device.count(SoftCounter.COMPLETER_RETRY_ERR);
+            startedRetry = true;
             goBackN();
             qp.retransDeadline = 0;
             qp.armRetransmit();

@@ -1,5 +1,7 @@
 package org.rdma4j.soft;
 
+import java.lang.foreign.MemorySegment;
+
 import org.rdma4j.verbs.Errno;
 import org.rdma4j.verbs.RecvWorkRequest;
 import org.rdma4j.verbs.ScatterGatherEntry;
@@ -16,6 +18,8 @@ final class RecvQueue {
     final long[][] addr;
     final int[][] len;
     final int[][] lkey;
+    /** The CPU memory of DMA-mapped entries (local DMA L_Key), else null. */
+    final MemorySegment[][] buf;
     private final PaddedIndexes idx = new PaddedIndexes();
 
     private final int mask;
@@ -30,6 +34,7 @@ final class RecvQueue {
         addr = new long[n][maxSge];
         len = new int[n][maxSge];
         lkey = new int[n][maxSge];
+        buf = new MemorySegment[n][maxSge];
     }
 
     /** @return null if posted, else the reason (rxe post_one_recv) */
@@ -51,6 +56,10 @@ final class RecvQueue {
             addr[slot][i] = s.addr();
             len[slot][i] = s.length();
             lkey[slot][i] = s.lkey();
+            MemorySegment b = s.segment();
+            if (buf[slot][i] != b) {
+                buf[slot][i] = b;
+            }
         }
         numSge[slot] = n;
         wrId[slot] = wr.wrId();

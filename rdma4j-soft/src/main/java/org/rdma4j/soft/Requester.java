@@ -1,6 +1,8 @@
 package org.rdma4j.soft;
 
 import org.rdma4j.common.Psn;
+import org.rdma4j.dma.DmaPiece;
+import org.rdma4j.dma.DmaSpace;
 import org.rdma4j.verbs.AhAttributes;
 import org.rdma4j.verbs.Gid;
 import org.rdma4j.verbs.QpState;
@@ -19,6 +21,7 @@ final class Requester {
 
     private final SoftQp qp;
     private final Packet tx = new Packet();
+    private final DmaPiece piece = new DmaPiece();
     /** Next PSN to send (rxe req.psn). */
     int psn;
     /** Outstanding RDMA READ / atomic credits left (rxe req.rd_atomic). */
@@ -110,6 +113,11 @@ final class Requester {
             qp.moveToError();
             return false;
         }
+        if (!w.inline && qp.device.dma.checker() != null && !w.opcode.isReadOrAtomic()) {
+            // DMA checker: checksum the payload now, compare when it is transmitted.
+            w.postCrc = w.sgl.checksum(0, w.length);
+            w.postedAt = new Throwable("posted");
+        }
         if (w.opcode.isReadOrAtomic()) {
             rdAtomicAvail--;
             w.tookCredit = true;
@@ -137,22 +145,35 @@ final class Requester {
         return (int) Math.max(1, (bytes + max - 1) / max);
     }
 
-    /** Resolves the local SGEs into registered memory (rxe lookup_mr + mr_check_range). */
+    /**
+     * Resolves the local SGEs into registered memory (rxe lookup_mr + mr_check_range), or, for the
+     * local DMA L_Key, into DMA-mapped memory through the device's mode (a fault fails the WQE with
+     * LOC_PROT_ERR as rxe's copy failures do).
+     */
     private boolean resolveLocal(SendWqe w) {
         Sgl sgl = w.sgl;
         sgl.clear();
         // RDMA READ and atomics write their result locally: LOCAL_WRITE is needed (ibv_reg_mr.3).
         int need = w.opcode == WrOpcode.RDMA_READ || w.opcode.isAtomic() ? 1 : 0;
+        int access = need != 0 ? DmaSpace.WRITE : DmaSpace.READ;
         for (int i = 0; i < w.numSge; i++) {
             int l = w.len[i];
             if (l == 0) {
+                continue;
+            }
+            if (w.lkey[i] == SoftDevice.LOCAL_DMA_LKEY) {
+                if (!sgl.addDma(qp.device.dma, piece, w.addr[i], l, w.buf[i], access)) {
+                    return false;
+                }
                 continue;
             }
             SoftMr mr = qp.device.lookupMr(w.lkey[i]);
             if (mr == null || mr.pd != qp.pd || !mr.allows(need) || !mr.contains(w.addr[i], l)) {
                 return false;
             }
-            sgl.add(mr.segment, w.addr[i] - mr.address, l);
+            if (!sgl.addMr(mr, w.addr[i] - mr.address, l, access, piece)) {
+                return false;
+            }
         }
         return true;
     }
@@ -231,6 +252,14 @@ final class Requester {
                 p.payload = w.sgl;
                 p.payloadOff = w.sent;
                 p.payloadLen = chunk;
+                if (w.sgl.port != null && !sourceReadable(w, chunk, last)) {
+                    // The device reads the payload as it transmits (rxe finish_packet): a fault now,
+                    // e.g. an IOMMU mapping removed since post, fails the WQE with LOC_PROT_ERR.
+                    qp.reqIdx++;
+                    qp.completeSend(w, WcStatus.LOC_PROT_ERR);
+                    qp.moveToError();
+                    return false;
+                }
                 w.sent += chunk;
                 psn = Psn.add(psn, 1);
                 if (qp.type == QpType.UD) {
@@ -265,6 +294,20 @@ final class Requester {
         if (!rc && last) {
             // UC and UD have no acknowledgements: the WQE is done once its last packet is sent.
             qp.completeSend(w, WcStatus.SUCCESS);
+        }
+        return true;
+    }
+
+    /** Checks the device's read of the next chunk; with the DMA checker, compares the payload checksum. */
+    private boolean sourceReadable(SendWqe w, int chunk, boolean last) {
+        if (!w.sgl.access(w.sent, chunk, DmaSpace.READ)) {
+            return false;
+        }
+        if (last && w.postedAt != null && qp.device.dma.checker() != null
+                && w.sgl.checksum(0, w.length) != w.postCrc) {
+            qp.device.dma.checker().sendBufferChanged(w.opcode + " wr_id " + w.wrId + " on QP 0x"
+                    + Integer.toHexString(qp.qpn) + " (" + w.length + " bytes)", w.postedAt);
+            w.postedAt = null; // once per request
         }
         return true;
     }

@@ -5,6 +5,8 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
 import org.rdma4j.common.Psn;
+import org.rdma4j.dma.DmaPiece;
+import org.rdma4j.dma.DmaSpace;
 import org.rdma4j.verbs.AccessFlag;
 import org.rdma4j.verbs.QpState;
 import org.rdma4j.verbs.QpType;
@@ -31,7 +33,8 @@ final class Responder {
 
     private final SoftQp qp;
     private final Packet out = new Packet();
-    private final Sgl one = new Sgl(1);
+    private final Sgl one;
+    private final DmaPiece piece = new DmaPiece();
     private final MemorySegment grh;
 
     /** Next expected PSN (rxe resp.psn). */
@@ -77,7 +80,8 @@ final class Responder {
 
     Responder(SoftQp qp) {
         this.qp = qp;
-        this.recvSgl = new Sgl(Math.max(1, qp.cap.maxRecvSge()) + 1);
+        this.recvSgl = new Sgl(Math.max(1, qp.cap.maxRecvSge()) + 1, qp.device.dma);
+        this.one = new Sgl(1, qp.device.dma);
         this.grh = Arena.ofAuto().allocate(GRH_BYTES, 8);
     }
 
@@ -262,11 +266,21 @@ final class Responder {
                 continue;
             }
             long a = q.addr[slot][i];
+            if (q.lkey[slot][i] == SoftDevice.LOCAL_DMA_LKEY) {
+                // DMA-mapped receive buffer: reached through the device's mode; a fault is a malformed WQE
+                // as rxe treats a failed receive copy (class A, LOC_QP_OP_ERR).
+                if (!recvSgl.addDma(qp.device.dma, piece, a, l, q.buf[slot][i], DmaSpace.WRITE)) {
+                    return false;
+                }
+                continue;
+            }
             SoftMr mr = qp.device.lookupMr(q.lkey[slot][i]);
             if (mr == null || mr.pd != qp.pd || !mr.allows(AccessFlag.LOCAL_WRITE.bit()) || !mr.contains(a, l)) {
                 return false;
             }
-            recvSgl.add(mr.segment, a - mr.address, l);
+            if (!recvSgl.addMr(mr, a - mr.address, l, DmaSpace.WRITE, piece)) {
+                return false;
+            }
         }
         return true;
     }
@@ -340,8 +354,9 @@ final class Responder {
             recvOffset += p.payloadLen;
         } else if (p.is(Opcodes.M_WRITE)) {
             if (p.payloadLen > 0) {
-                one.set(writeMr.segment, writeVa - writeMr.address, p.payloadLen);
-                if (!copyIn(p, one, 0)) {
+                one.clear();
+                if (!one.addMr(writeMr, writeVa - writeMr.address, p.payloadLen, DmaSpace.WRITE, piece)
+                        || !copyIn(p, one, 0)) {
                     return Err.RKEY_VIOLATION;
                 }
             }
@@ -385,6 +400,14 @@ final class Responder {
 
     private Err readReply(Packet p) {
         int len = p.dmaLen;
+        if (one.port != null && len != 0) {
+            // The device reads the region as it answers: a fault is an R_Key violation (rxe read_reply).
+            one.clear();
+            if (!one.addMr(writeMr, p.va - writeMr.address, len & 0xFFFF_FFFFL, DmaSpace.READ, piece)
+                    || !one.access(0, len & 0xFFFF_FFFFL, DmaSpace.READ)) {
+                return Err.RKEY_VIOLATION;
+            }
+        }
         int npkts = len == 0 ? 1 : (int) ((len + (long) qp.payloadMax() - 1) / qp.payloadMax());
         Resource r = res[resNext];
         resNext = (resNext + 1) & (res.length - 1);
@@ -425,7 +448,10 @@ final class Responder {
                     : last ? Opcodes.READ_RESPONSE_LAST : Opcodes.READ_RESPONSE_MIDDLE, pktPsn);
             o.syndrome = UNLIMITED;
             if (chunk > 0) {
-                one.set(mr.segment, va + sent - mr.address, chunk);
+                one.clear();
+                if (!one.addMr(mr, va + sent - mr.address, chunk, DmaSpace.READ, piece)) {
+                    return; // the mapping went away (a replayed read after deregistration)
+                }
                 o.payload = one;
                 o.payloadOff = 0;
                 o.payloadLen = chunk;
@@ -443,14 +469,23 @@ final class Responder {
         SoftMr mr = writeMr;
         writeMr = null;
         long off = p.va - mr.address;
+        MemorySegment target = mr.segment;
+        if (!mr.direct || one.port != null) {
+            one.clear();
+            if (!one.addMr(mr, off, 8, DmaSpace.READ | DmaSpace.WRITE, piece) || !one.access(0, 8, DmaSpace.WRITE)) {
+                return Err.RKEY_VIOLATION;
+            }
+            target = one.seg[0];
+            off = one.off[0];
+        }
         long orig;
         try {
             // Atomic with respect to every other atomic of this fabric: all run under the engine lock
             // (rxe: IB_ATOMIC_HCA, a device-wide lock, not coherent with CPU atomics).
-            orig = mr.segment.get(ValueLayout.JAVA_LONG, off);
+            orig = target.get(ValueLayout.JAVA_LONG, off);
             long next = (p.opcode & 0x1F) == Opcodes.COMPARE_SWAP ? (orig == p.compare ? p.swapAdd : orig)
                     : orig + p.swapAdd;
-            mr.segment.set(ValueLayout.JAVA_LONG, off, next);
+            target.set(ValueLayout.JAVA_LONG, off, next);
         } catch (IllegalStateException | IndexOutOfBoundsException | IllegalArgumentException e) {
             return Err.RKEY_VIOLATION;
         }

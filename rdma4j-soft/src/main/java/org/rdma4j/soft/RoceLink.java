@@ -378,7 +378,15 @@ final class RoceLink implements Link {
         }
         if (p.payloadLen > 0) {
             txSgl.set(txBuf, txPkt.payloadOffset(), p.payloadLen);
-            Sgl.transfer(p.payload, p.payloadOff, txSgl, 0, p.payloadLen);
+            try {
+                Sgl.transfer(p.payload, p.payloadOff, txSgl, 0, p.payloadLen);
+            } catch (IllegalStateException | IndexOutOfBoundsException fault) {
+                // The device may not read the source any more (an IOMMU mapping removed since the WQE
+                // started): the packet is not sent, as a DMA read fault stops a NIC's transmit; RC
+                // retransmits it, and the local fault repeats until the retry count runs out.
+                from.count(SoftCounter.ROCE_TX_ERRORS);
+                return;
+            }
         }
         fill(txIp, sgid, p.dgid, ep.socket.localPort(), config.udpPort());
         txPkt.seal(txIcrc, txIp);

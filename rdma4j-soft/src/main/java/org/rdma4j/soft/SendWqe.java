@@ -39,6 +39,8 @@ final class SendWqe {
     final long[] addr;
     final int[] len;
     final int[] lkey;
+    /** The CPU memory named with each SGE ({@code ScatterGatherEntry.dma}/{@code inline}), or null. */
+    final MemorySegment[] buf;
     final MemorySegment inlineBuf;
     boolean inline;
     long length;
@@ -52,12 +54,16 @@ final class SendWqe {
     boolean tookCredit;
     WcStatus status;
     final Sgl sgl;
+    // DMA checker only: payload checksum at post, and the posting stack
+    long postCrc;
+    Throwable postedAt;
 
-    SendWqe(int maxSge, MemorySegment inlineBuf) {
+    SendWqe(int maxSge, MemorySegment inlineBuf, org.rdma4j.dma.DmaSpace dma) {
         addr = new long[maxSge];
         len = new int[maxSge];
         lkey = new int[maxSge];
+        buf = new MemorySegment[maxSge];
         this.inlineBuf = inlineBuf;
-        sgl = new Sgl(maxSge);
+        sgl = new Sgl(maxSge, dma);
     }
 }

@@ -1,23 +1,50 @@
 package org.rdma4j.soft;
 
 import java.lang.foreign.MemorySegment;
+import java.util.zip.CRC32C;
+
+import org.rdma4j.dma.DmaChecker;
+import org.rdma4j.dma.DmaPiece;
+import org.rdma4j.dma.DmaSpace;
 
 /**
- * A resolved scatter/gather list: pieces of registered memory (segment, offset, length) that checks
- * have already approved. All the device's data movement goes through {@link #transfer}, so every
- * copy is bounded by what the key checks allowed. Not thread-safe.
+ * A resolved scatter/gather list: pieces of registered or DMA-mapped memory (segment, offset, length)
+ * that checks have already approved, each with the device address it was reached by. All the device's
+ * data movement goes through {@link #transfer}, so every copy is bounded by what the key checks
+ * allowed. On a device that is not virtual, or has a DMA checker, every access is also checked when
+ * it happens ({@link #access}): an IOMMU mapping removed since translation faults. Not thread-safe.
  */
 final class Sgl {
+    /** Thrown by {@link #transfer} when the device may not touch the memory (any more). */
+    static final IllegalStateException FAULT = new IllegalStateException("DMA fault") {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public synchronized Throwable fillInStackTrace() {
+            return this; // preallocated: a fault costs no stack walk
+        }
+    };
+
     MemorySegment[] seg;
     long[] off;
     long[] len;
+    /** Device address of each piece ({@link DmaSpace#NO_DMA} for the device's own memory). */
+    long[] dma;
     int n;
     long total;
+    /** The device whose accesses these are, when they must be checked; null on a plain virtual device. */
+    final DmaSpace port;
 
     Sgl(int capacity) {
+        this(capacity, null);
+    }
+
+    Sgl(int capacity, DmaSpace space) {
         seg = new MemorySegment[Math.max(1, capacity)];
         off = new long[seg.length];
         len = new long[seg.length];
+        dma = new long[seg.length];
+        port = space != null && space.checksAccesses ? space : null;
     }
 
     void clear() {
@@ -26,6 +53,10 @@ final class Sgl {
     }
 
     void add(MemorySegment s, long o, long l) {
+        add(s, o, l, DmaSpace.NO_DMA);
+    }
+
+    void add(MemorySegment s, long o, long l, long dmaAddr) {
         if (n == seg.length) {
             grow();
         }
@@ -34,13 +65,95 @@ final class Sgl {
         }
         off[n] = o;
         len[n] = l;
+        dma[n] = dmaAddr;
         n++;
         total += l;
     }
 
     void set(MemorySegment s, long o, long l) {
         clear();
-        add(s, o, l);
+        add(s, o, l, DmaSpace.NO_DMA);
+    }
+
+    void set(MemorySegment s, long o, long l, long dmaAddr) {
+        clear();
+        add(s, o, l, dmaAddr);
+    }
+
+    /**
+     * Adds [mr.address + o, +l) of a registered region, reached through the device's mapping of it:
+     * the segment itself when the mapping is direct, else through translation (IOMMU, bounced).
+     *
+     * @return false on a fault
+     */
+    boolean addMr(SoftMr mr, long o, long l, int access, DmaPiece scratch) {
+        if (mr.direct) {
+            add(mr.segment, o, l, mr.dmaAddr + o);
+            return true;
+        }
+        return addDma(mr.pd.device.dma, scratch, mr.dmaAddr + o, l, null, access);
+    }
+
+    /**
+     * Adds the memory behind device addresses [addr, addr+l): a local-DMA-L_Key entry, or a translated
+     * registration.
+     *
+     * @return false on a fault
+     */
+    boolean addDma(DmaSpace space, DmaPiece p, long addr, long l, MemorySegment buffer, int access) {
+        long a = addr;
+        long rem = l;
+        while (rem > 0) {
+            if (!space.translate(a, rem, buffer, access, p)) {
+                return false;
+            }
+            add(p.segment, p.offset, p.length, a);
+            a += p.length;
+            rem -= p.length;
+        }
+        return true;
+    }
+
+    /**
+     * Checks (and lets the checker record) a device access of bytes [pos, pos+count) of the list.
+     *
+     * @return false on a fault; always true on a plain virtual device
+     */
+    boolean access(long pos, long count, int kind) {
+        DmaSpace sp = port;
+        if (sp == null || count <= 0) {
+            return true;
+        }
+        for (int i = 0; i < n && count > 0; i++) {
+            if (pos >= len[i]) {
+                pos -= len[i];
+                continue;
+            }
+            long chunk = Math.min(count, len[i] - pos);
+            long d = dma[i];
+            if (!sp.access(d == DmaSpace.NO_DMA ? d : d + pos, chunk, kind, seg[i])) {
+                return false;
+            }
+            count -= chunk;
+            pos = 0;
+        }
+        return true;
+    }
+
+    /** @return a CRC-32C of bytes [pos, pos+count) (the DMA checker's send-buffer check) */
+    long checksum(long pos, long count) {
+        CRC32C crc = new CRC32C();
+        for (int i = 0; i < n && count > 0; i++) {
+            if (pos >= len[i]) {
+                pos -= len[i];
+                continue;
+            }
+            long chunk = Math.min(count, len[i] - pos);
+            DmaChecker.checksum(seg[i], off[i] + pos, chunk, crc);
+            count -= chunk;
+            pos = 0;
+        }
+        return crc.getValue();
     }
 
     private void grow() {
@@ -48,6 +161,7 @@ final class Sgl {
         seg = java.util.Arrays.copyOf(seg, c);
         off = java.util.Arrays.copyOf(off, c);
         len = java.util.Arrays.copyOf(len, c);
+        dma = java.util.Arrays.copyOf(dma, c);
     }
 
     /**
@@ -55,6 +169,11 @@ final class Sgl {
      * of {@code dst}. Both ranges must lie within the lists (callers check lengths first).
      */
     static void transfer(Sgl src, long srcPos, Sgl dst, long dstPos, long count) {
+        // The destination device's write is checked here; the source device checked its read when it
+        // put the bytes on the link (requester, read responder).
+        if (dst.port != null && !dst.access(dstPos, count, DmaSpace.WRITE)) {
+            throw FAULT;
+        }
         if (src.n == 1 && dst.n == 1) {
             Bytes.copy(src.seg[0], src.off[0] + srcPos, dst.seg[0], dst.off[0] + dstPos, count);
             return;

@@ -10,6 +10,7 @@ import org.rdma4j.verbs.CompletionQueue;
 import org.rdma4j.verbs.Context;
 import org.rdma4j.verbs.Device;
 import org.rdma4j.verbs.DeviceAttributes;
+import org.rdma4j.verbs.Dma;
 import org.rdma4j.verbs.Errno;
 import org.rdma4j.verbs.Gid;
 import org.rdma4j.verbs.PortAttributes;
@@ -20,9 +21,16 @@ import org.rdma4j.verbs.VerbsException;
 final class SoftContext extends SoftResource implements Context {
     final SoftDevice device;
     private final LinkedBlockingQueue<AsyncEvent> events = new LinkedBlockingQueue<>();
+    private final Dma dma;
 
     SoftContext(SoftDevice device) {
         this.device = device;
+        this.dma = device.dma.dmaFor(this);
+    }
+
+    @Override
+    public Dma dma() {
+        return dma;
     }
 
     @Override
@@ -123,6 +131,7 @@ final class SoftContext extends SoftResource implements Context {
         }
         checkIdle("ibv_close_device");
         closed = true;
+        device.dma.ownerClosed(this, describe());
         device.contextClosed(this);
     }
 }

@@ -4,6 +4,8 @@ import java.util.Arrays;
 import java.util.SplittableRandom;
 import java.util.concurrent.CopyOnWriteArrayList;
 
+import org.rdma4j.dma.DmaConfig;
+import org.rdma4j.dma.DmaSpace;
 import org.rdma4j.verbs.AsyncEvent;
 import org.rdma4j.verbs.AsyncEventType;
 import org.rdma4j.verbs.Context;
@@ -37,8 +39,12 @@ public final class SoftDevice implements Device {
     static final int MAX_MCAST_GRP = 8_192;
     /** rxe RXE_MAX_MCAST_QP_ATTACH: QPs per multicast group. */
     static final int MAX_MCAST_QP_ATTACH = 56;
+    /** The PD's local DMA L_Key (rdmavt uses 0 for its DMA MR too); MR keys start at 0x100. */
+    static final int LOCAL_DMA_LKEY = 0;
 
     final SoftFabric fabric;
+    /** How this device reaches memory: virtual, IOMMU or bounce, plus the optional DMA checker. */
+    final DmaSpace dma;
     private final String name;
     private volatile long guid;
     private final Gid gid0;
@@ -67,8 +73,9 @@ public final class SoftDevice implements Device {
     /** Where this device's engine sends packets (engine lock for writes; see {@link #link(Link)}). */
     Link link;
 
-    SoftDevice(SoftFabric fabric, String name, int index) {
+    SoftDevice(SoftFabric fabric, String name, int index, DmaConfig dmaConfig) {
         this.fabric = fabric;
+        this.dma = new DmaSpace(dmaConfig);
         this.name = name;
         this.guid = 0x0200_00FF_FE00_0000L | ((long) (index + 1) << 8) | 0x01;
         this.gid0 = new Gid(0xFE80_0000_0000_0000L, guid);
@@ -87,9 +94,22 @@ public final class SoftDevice implements Device {
         return guid;
     }
 
+    /**
+     * {@inheritDoc}
+     *
+     * <p>"rxe" once the device is bound to IP addresses (its peers may be other processes, hosts or a
+     * Linux rxe device, and rdma-core names rxe's provider so), "soft" while it reaches only devices of
+     * its in-process fabric. Tools tell the two apart by this name: perftest refuses a peer QP of
+     * another process on an in-process device, and that check must not refuse a RoCE device.
+     */
     @Override
     public String providerName() {
-        return "soft";
+        return roce != null ? "rxe" : "soft";
+    }
+
+    /** @return how this device reaches memory, and its DMA checker if on */
+    public DmaSpace dma() {
+        return dma;
     }
 
     /** @return the fabric */

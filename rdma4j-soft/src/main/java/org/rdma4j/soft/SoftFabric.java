@@ -11,6 +11,7 @@ import java.util.concurrent.locks.ReentrantLock;
 
 import org.rdma4j.common.ManualClock;
 import org.rdma4j.common.NanoClock;
+import org.rdma4j.dma.DmaConfig;
 import org.rdma4j.verbs.Errno;
 import org.rdma4j.verbs.Gid;
 import org.rdma4j.verbs.VerbsException;
@@ -63,19 +64,34 @@ public final class SoftFabric implements AutoCloseable {
     }
 
     /**
-     * Adds a device.
+     * Adds a device that reaches memory as the system properties {@code rdma4j.soft.dma*} say
+     * ({@link DmaConfig#fromProperties}); virtual without a checker when they are not set.
      *
      * @param name device name, unique on the fabric
      * @return the device
      */
     public SoftDevice addDevice(String name) {
+        return addDevice(name, DmaConfig.fromProperties(DMA_PROPERTY, System::getProperty));
+    }
+
+    /** The system property prefix of the devices' DMA configuration. */
+    public static final String DMA_PROPERTY = "rdma4j.soft.dma";
+
+    /**
+     * Adds a device.
+     *
+     * @param name device name, unique on the fabric
+     * @param dma  how the device reaches memory: virtual (a CPU-copy device), IOMMU or bounce, checker on or off
+     * @return the device
+     */
+    public SoftDevice addDevice(String name, DmaConfig dma) {
         checkOpen();
         for (SoftDevice d : devices) {
             if (d.name().equals(name)) {
                 throw new VerbsException(Errno.EINVAL, "device " + name + " already exists on this fabric");
             }
         }
-        SoftDevice d = new SoftDevice(this, name, devices.size());
+        SoftDevice d = new SoftDevice(this, name, devices.size(), dma);
         devices.add(d);
         byGid.put(d.gid(0), d);
         return d;

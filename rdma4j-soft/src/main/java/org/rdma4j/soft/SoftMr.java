@@ -7,7 +7,11 @@ import org.rdma4j.verbs.AccessFlag;
 import org.rdma4j.verbs.MemoryRegion;
 import org.rdma4j.verbs.ProtectionDomain;
 
-/** A registered memory region. L_Key equals R_Key, as on rxe. */
+/**
+ * A registered memory region. L_Key equals R_Key, as on rxe. Registration is the long-term DMA
+ * mapping of the region ({@link org.rdma4j.dma.DmaSpace#mapRegion}): the engine reaches it at
+ * {@link #dmaAddr}, directly through the segment when {@link #direct}, else by translation.
+ */
 final class SoftMr extends SoftResource implements MemoryRegion {
     final SoftPd pd;
     final MemorySegment segment;
@@ -15,13 +19,24 @@ final class SoftMr extends SoftResource implements MemoryRegion {
     final long length;
     final int access;
     volatile int key;
+    /** The device address of the first byte: the VA (virtual, direct), an IOVA, or a bounce address. */
+    final long dmaAddr;
+    /** Whether the engine may use {@link #segment} directly. */
+    final boolean direct;
 
-    SoftMr(SoftPd pd, MemorySegment segment, int access) {
+    SoftMr(SoftPd pd, MemorySegment segment, int access, long dmaAddr) {
         this.pd = pd;
         this.segment = segment;
         this.address = segment.address();
         this.length = segment.byteSize();
         this.access = access;
+        this.dmaAddr = dmaAddr;
+        this.direct = pd.device.dma.regionDirect(segment, dmaAddr);
+    }
+
+    /** @return the device address of the first byte (the registration's DMA mapping) */
+    long dmaAddress() {
+        return dmaAddr;
     }
 
     @Override
@@ -86,6 +101,7 @@ final class SoftMr extends SoftResource implements MemoryRegion {
         } finally {
             pd.device.fabric.engine.unlock();
         }
+        pd.device.dma.unmapRegion(dmaAddr);
         pd.children.remove(this);
     }
 }

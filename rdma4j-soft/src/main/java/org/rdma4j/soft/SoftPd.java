@@ -54,15 +54,25 @@ final class SoftPd extends SoftResource implements ProtectionDomain {
             throw new VerbsException(Errno.EINVAL, "access " + access + ": REMOTE_WRITE and REMOTE_ATOMIC require "
                     + "LOCAL_WRITE (ibv_reg_mr.3)");
         }
-        SoftMr mr = new SoftMr(this, segment, AccessFlag.toBits(access));
+        long dmaAddr = device.dma.mapRegion(ctx, segment); // throws when the device cannot map it for good
+        SoftMr mr = new SoftMr(this, segment, AccessFlag.toBits(access), dmaAddr);
         device.fabric.lockEngine();
         try {
             mr.key = device.addMr(mr);
+        } catch (RuntimeException e) {
+            device.dma.unmapRegion(dmaAddr);
+            throw e;
         } finally {
             device.fabric.engine.unlock();
         }
         children.add(mr);
         return mr;
+    }
+
+    /** The local DMA L_Key is 0, as rdmavt's DMA MR (rvt_lkey_ok); no registered region has key 0. */
+    @Override
+    public int localDmaLkey() {
+        return SoftDevice.LOCAL_DMA_LKEY;
     }
 
     @Override

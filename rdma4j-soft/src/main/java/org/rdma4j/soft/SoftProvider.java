@@ -29,17 +29,43 @@ import org.rdma4j.verbs.spi.VerbsProvider;
  * (entries separated by {@code ;} or spaces).</li>
  * </ol>
  * A device that cannot be bound (address not configured, port in use) is left out with a warning on
- * standard error naming the address, so the other devices stay usable.
+ * standard error naming the address, so the other devices stay usable. How devices reach memory:
+ * {@code -Drdma4j.soft.dma=virtual|iommu|bounce} and the other {@code rdma4j.soft.dma.*} properties of
+ * {@link org.rdma4j.dma.DmaConfig#fromProperties}.
  */
 public final class SoftProvider implements VerbsProvider {
     private static final class Holder {
-        static final SoftFabric FABRIC = create();
+        /** Why the fabric could not be built (a bad rdma4j.soft.* property), reported on every use. */
+        static VerbsException failure;
+        static final SoftFabric FABRIC = createOrRemember();
+
+        private static SoftFabric createOrRemember() {
+            try {
+                return create();
+            } catch (IllegalArgumentException e) {
+                failure = new VerbsException(Errno.EINVAL, "soft provider: " + e.getMessage());
+                return null;
+            } catch (VerbsException e) {
+                failure = e;
+                return null;
+            }
+        }
+
+        static SoftFabric fabric() {
+            if (FABRIC == null) {
+                throw failure;
+            }
+            return FABRIC;
+        }
 
         private static SoftFabric create() {
             SoftFabric f = new SoftFabric();
             int n = Integer.getInteger("rdma4j.soft.devices", 2);
             for (int i = 0; i < Math.max(0, n); i++) {
-                f.addDevice("soft" + i);
+                SoftDevice d = f.addDevice("soft" + i);
+                if (d.dma().checker() != null) {
+                    d.dma().checker().listener(r -> System.err.print(r)); // like dma-debug's kernel log
+                }
             }
             Map<String, RoceConfig> roce;
             try {
@@ -50,7 +76,10 @@ public final class SoftProvider implements VerbsProvider {
             }
             for (Map.Entry<String, RoceConfig> e : roce.entrySet()) {
                 try {
-                    f.addRoceDevice(e.getKey(), e.getValue());
+                    SoftDevice d = f.addRoceDevice(e.getKey(), e.getValue());
+                    if (d.dma().checker() != null) {
+                        d.dma().checker().listener(r -> System.err.print(r));
+                    }
                 } catch (VerbsException ex) {
                     System.err.println("rdma4j: RoCE device " + e.getKey() + " not created: " + ex.getMessage());
                 }
@@ -65,7 +94,7 @@ public final class SoftProvider implements VerbsProvider {
 
     /** @return the process-wide fabric behind this provider's devices */
     public static SoftFabric defaultFabric() {
-        return Holder.FABRIC;
+        return Holder.fabric();
     }
 
     /** @return the links file: {@code $RDMA4J_LINKS}, else {@code ~/.config/rdma4j/links} */
@@ -157,6 +186,6 @@ public final class SoftProvider implements VerbsProvider {
 
     @Override
     public List<Device> devices() {
-        return new ArrayList<>(Holder.FABRIC.devices());
+        return new ArrayList<>(Holder.fabric().devices());
     }
 }

@@ -146,7 +146,7 @@ final class SoftQp extends SoftResource implements QueuePair {
         int inl = Math.max(8, (c.maxInlineData() + 7) & ~7);
         MemorySegment inlineArea = arena.allocate((long) inl * sq.length, 8);
         for (int i = 0; i < sq.length; i++) {
-            sq[i] = new SendWqe(sendSge, inlineArea.asSlice((long) i * inl, inl));
+            sq[i] = new SendWqe(sendSge, inlineArea.asSlice((long) i * inl, inl), device.dma);
         }
         this.validOps = new boolean[WrOpcode.values().length];
         for (WrOpcode op : WrOpcode.values()) {
@@ -605,6 +605,10 @@ final class SoftQp extends SoftResource implements QueuePair {
             w.addr[i] = s.addr();
             w.len[i] = s.length();
             w.lkey[i] = s.lkey();
+            MemorySegment b = s.segment();
+            if (w.buf[i] != b) {
+                w.buf[i] = b; // the CPU memory of a DMA-mapped entry; skip the store when unchanged
+            }
             total += s.length();
         }
         w.numSge = n;
@@ -677,7 +681,13 @@ final class SoftQp extends SoftResource implements QueuePair {
                 }
                 MemorySegment src = s.segment();
                 if (src != null) {
-                    Bytes.copy(src, 0, w.inlineBuf, pos, l);
+                    // The CPU copies inline data (no device access, no L_Key): from the memory the entry
+                    // names, at the address's offset in it (0 for ScatterGatherEntry.inline).
+                    long o = s.addr() - src.address();
+                    if (o < 0 || o > src.byteSize() - l) {
+                        return false;
+                    }
+                    Bytes.copy(src, o, w.inlineBuf, pos, l);
                 } else {
                     SoftMr mr = device.lookupMr(s.lkey());
                     if (mr == null || mr.pd.ctx != pd.ctx || !mr.contains(s.addr(), l)) {

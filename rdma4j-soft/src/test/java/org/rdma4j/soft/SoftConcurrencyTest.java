@@ -1,13 +1,23 @@
 package org.rdma4j.soft;
 
+import org.junit.jupiter.params.Parameter;
+import org.junit.jupiter.params.ParameterizedClass;
+import org.junit.jupiter.params.provider.MethodSource;
 import org.rdma4j.common.ManualClock;
+import org.rdma4j.dma.DmaMode;
 import org.rdma4j.testkit.Fabric;
 import org.rdma4j.testkit.model.AbstractConcurrencyTest;
 
-/** The concurrency suite {@link AbstractConcurrencyTest} on the soft device. */
+/** The concurrency suite {@link AbstractConcurrencyTest} on the soft device, in each DMA mode. */
+@ParameterizedClass(name = "{0}")
+@MethodSource("org.rdma4j.soft.SoftTestFabric#modes")
 class SoftConcurrencyTest extends AbstractConcurrencyTest {
+    /** How the devices reach memory: every conformance class runs in each mode. */
+    @Parameter
+    DmaMode mode;
+
     @Override
     protected Fabric createFabric(ManualClock clock) {
-        return new SoftTestFabric(clock);
+        return new SoftTestFabric(clock, false, mode);
     }
 }

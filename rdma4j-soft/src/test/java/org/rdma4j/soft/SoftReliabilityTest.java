@@ -281,6 +281,95 @@ class SoftReliabilityTest {
     }
 
     @Test
+    void aResponseThatMakesNoProgressStillPostponesTheRetryAsRxeDoes() {
+        open(LossyPair.Config.of(QpType.RC), FaultInjectingLink.Faults.NONE);
+        Packet[] ack = new Packet[1];
+        pair.link.dropIf(p -> {
+            if (ack[0] == null && p.opcode == (Opcodes.RC | Opcodes.ACKNOWLEDGE)) {
+                ack[0] = p.deepCopy();
+                return true;
+            }
+            return false;
+        });
+        postRecv(pair.b, 9, DST, 4096);
+        post(pair.a, wr(1, WrOpcode.SEND, pair.a, SRC, 100)); // its ACK is lost: A waits for the timer
+        assertNotNull(ack[0]);
+        long t = pair.timeoutNs();
+        pair.clock.advance(t * 3 / 4);
+        // A stale ACK (one PSN before the SEND) arrives: no progress, but the peer is alive.
+        Packet stale = ack[0];
+        stale.psn = Psn.add(stale.psn, -1);
+        pair.fabric.lockEngine();
+        try {
+            pair.link.send(pair.b.dev, stale);
+        } finally {
+            pair.fabric.engine.unlock();
+        }
+        assertNull(poll(pair.a.scq), "a stale ACK completes nothing");
+        pair.clock.advance(t / 2); // past the first deadline
+        assertEquals(0, pair.a.dev.counter(SoftCounter.COMPLETER_RETRY_ERR),
+                "rxe_completer re-arms the timer on any response, so no retry yet");
+        pair.clock.advance(t);
+        assertEquals(1, pair.a.dev.counter(SoftCounter.COMPLETER_RETRY_ERR),
+                "with nothing more from the peer the timer fires");
+        WorkCompletion wc = awaitOne(pair.a.scq, pair.stepNs(), 16, null);
+        assertEquals(WcStatus.SUCCESS, wc.status());
+        assertEquals(1, wc.wrId());
+    }
+
+    @Test
+    void impliedNaksStartOneRetryUntilProgressAsRxeDoes() {
+        LossyPair.Config cfg = LossyPair.Config.of(QpType.RC);
+        open(cfg, FaultInjectingLink.Faults.NONE);
+        int lost = Psn.add(cfg.psnA(), 1); // read 1: PSNs psnA..+3, read 2: +4..+7 (MTU 256)
+        int r2 = Psn.add(cfg.psnA(), 4);
+        List<Packet> late = new ArrayList<>();
+        boolean[] blackout = {false};
+        int[] requests = {0};
+        pair.link.dropIf(p -> {
+            if (p.opcode == (Opcodes.RC | Opcodes.READ_REQUEST) && ++requests[0] == 3) {
+                blackout[0] = true; // the retry's requests go out, but their answers are lost
+                return false;
+            }
+            if (blackout[0] && p.destQpn == pair.a.qp.qpNum()) {
+                return true;
+            }
+            if (requests[0] == 2 && p.opcode == (Opcodes.RC | Opcodes.READ_RESPONSE_MIDDLE)
+                    && Psn.compare(p.psn, r2) > 0) {
+                late.add(p.deepCopy()); // read 2's middle responses: held back, delivered below
+                return true;
+            }
+            return requests[0] == 1 && p.psn == lost;
+        });
+        post(pair.a, wr(1, WrOpcode.RDMA_READ, pair.a, DST, 1000).remoteAddr(pair.b.addr(SRC))
+                .rkey(pair.b.mr.rkey()));
+        post(pair.a, wr(2, WrOpcode.RDMA_READ, pair.a, DST + 1000, 1000).remoteAddr(pair.b.addr(SRC + 1000))
+                .rkey(pair.b.mr.rkey()));
+        // Read 2's FIRST lies beyond read 1, whose second response was lost: an implied NAK, one retry.
+        assertEquals(1, pair.a.dev.counter(SoftCounter.COMPLETER_RETRY_ERR));
+        assertEquals(2, late.size());
+        blackout[0] = false; // the link works again (the retry's answers are already lost)
+        pair.fabric.lockEngine();
+        try {
+            for (Packet p : late) {
+                pair.link.send(pair.b.dev, p); // more implied NAKs of the same episode
+            }
+        } finally {
+            pair.fabric.engine.unlock();
+        }
+        assertEquals(1, pair.a.dev.counter(SoftCounter.COMPLETER_RETRY_ERR),
+                "rxe comp.started_retry: no second retry before progress or a timeout");
+        WorkCompletion w1 = awaitOne(pair.a.scq, pair.stepNs(), 64, null);
+        WorkCompletion w2 = awaitOne(pair.a.scq, pair.stepNs(), 64, null);
+        assertEquals(1, w1.wrId());
+        assertEquals(2, w2.wrId());
+        assertEquals(WcStatus.SUCCESS, w1.status());
+        assertEquals(WcStatus.SUCCESS, w2.status());
+        assertArrayEquals(bytes(pair.b, SRC, 2000), bytes(pair.a, DST, 2000));
+        assertEquals(2, pair.a.dev.counter(SoftCounter.COMPLETER_RETRY_ERR), "the timer started the second");
+    }
+
+    @Test
     void aDuplicateSendIsAcknowledgedAgainAndNotDeliveredTwice() {
         open(LossyPair.Config.of(QpType.RC), FaultInjectingLink.Faults.NONE);
         dropOnce(p -> p.opcode == (Opcodes.RC | Opcodes.ACKNOWLEDGE));

@@ -1,6 +1,10 @@
 package org.rdma4j.soft;
 
+import org.junit.jupiter.params.Parameter;
+import org.junit.jupiter.params.ParameterizedClass;
+import org.junit.jupiter.params.provider.MethodSource;
 import org.rdma4j.common.ManualClock;
+import org.rdma4j.dma.DmaMode;
 import org.rdma4j.testkit.AbstractUcTest;
 import org.rdma4j.testkit.Fabric;
 
@@ -8,9 +12,15 @@ import org.rdma4j.testkit.Fabric;
  * The conformance suite {@link AbstractUcTest} on a soft fabric that cuts messages at the path MTU,
  * as a wire does: multi-packet SEND, WRITE and READ responses go through the same checks as on RoCE.
  */
+@ParameterizedClass(name = "{0}")
+@MethodSource("org.rdma4j.soft.SoftTestFabric#modes")
 class SoftSegmentedUcTest extends AbstractUcTest {
+    /** How the devices reach memory: every conformance class runs in each mode. */
+    @Parameter
+    DmaMode mode;
+
     @Override
     protected Fabric createFabric(ManualClock clock) {
-        return new SoftTestFabric(clock, true);
+        return new SoftTestFabric(clock, true, mode);
     }
 }

@@ -1,13 +1,23 @@
 package org.rdma4j.soft;
 
+import org.junit.jupiter.params.Parameter;
+import org.junit.jupiter.params.ParameterizedClass;
+import org.junit.jupiter.params.provider.MethodSource;
 import org.rdma4j.common.ManualClock;
+import org.rdma4j.dma.DmaMode;
 import org.rdma4j.testkit.AbstractSrqTest;
 import org.rdma4j.testkit.Fabric;
 
-/** The conformance suite {@link AbstractSrqTest} on the soft device. */
+/** The conformance suite {@link AbstractSrqTest} on the soft device, in each DMA mode. */
+@ParameterizedClass(name = "{0}")
+@MethodSource("org.rdma4j.soft.SoftTestFabric#modes")
 class SoftSrqTest extends AbstractSrqTest {
+    /** How the devices reach memory: every conformance class runs in each mode. */
+    @Parameter
+    DmaMode mode;
+
     @Override
     protected Fabric createFabric(ManualClock clock) {
-        return new SoftTestFabric(clock);
+        return new SoftTestFabric(clock, false, mode);
     }
 }

@@ -131,6 +131,47 @@ public final class CFormat {
         return Long.toUnsignedString(value);
     }
 
+    /**
+     * C {@code %g} (precision 6, trailing zeros removed) for finite values, as perftest's {@code -U}/{@code -H}
+     * sample lines print them.
+     *
+     * @param value the value
+     * @return the formatted text
+     */
+    public static String general(double value) {
+        if (value == 0) {
+            return 1 / value < 0 ? "-0" : "0";
+        }
+        if (Double.isNaN(value) || Double.isInfinite(value)) {
+            return fixed(value, 0);
+        }
+        BigDecimal r = new BigDecimal(value).round(new java.math.MathContext(6, RoundingMode.HALF_EVEN));
+        int x = r.precision() - r.scale() - 1;
+        String s;
+        if (x < -4 || x >= 6) {
+            BigDecimal mant = r.movePointLeft(x);
+            s = stripZeros(mant.setScale(5, RoundingMode.HALF_EVEN).toPlainString()) + (x < 0 ? "e-" : "e+")
+                    + zeroPad(Integer.toString(Math.abs(x)), 2);
+        } else {
+            s = stripZeros(r.setScale(Math.max(5 - x, 0), RoundingMode.HALF_EVEN).toPlainString());
+        }
+        return s;
+    }
+
+    private static String stripZeros(String s) {
+        if (s.indexOf('.') < 0) {
+            return s;
+        }
+        int end = s.length();
+        while (s.charAt(end - 1) == '0') {
+            end--;
+        }
+        if (s.charAt(end - 1) == '.') {
+            end--;
+        }
+        return s.substring(0, end);
+    }
+
     private static String zeroPad(String digits, int width) {
         if (digits.length() >= width) {
             return digits;

@@ -18,6 +18,13 @@ public final class Main {
      */
     public static void main(String[] args) {
         StopSignal.installShutdownHook();
+        // Ctrl-C: the running test stops, prints what it measured, and the JVM exits after that.
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            Perftest.requestStop();
+            System.out.flush();
+            Perftest.awaitFinished(5_000);
+            System.out.flush();
+        }, "rdma4j-ctrl-c"));
         int rc = run(args, System.out, System.err);
         System.out.flush();
         System.exit(rc);
@@ -39,13 +46,9 @@ public final class Main {
         String cmd = args[0];
         String[] rest = Arrays.copyOfRange(args, 1, args.length);
         switch (cmd) {
-            case "ib_write_bw":
-                try {
-                    return new WriteBw(WriteBwOptions.parse(rest), out, err).run();
-                } catch (WriteBwOptions.UsageException e) {
-                    err.println("ib_write_bw: " + e.getMessage());
-                    return 1;
-                }
+            case "ib_send_bw", "ib_write_bw", "ib_read_bw", "ib_atomic_bw",
+                 "ib_send_lat", "ib_write_lat", "ib_read_lat", "ib_atomic_lat":
+                return perftest(cmd, rest, out, err);
             case "rc_pingpong", "ud_pingpong", "srq_pingpong", "ibv_rc_pingpong", "ibv_ud_pingpong", "ibv_srq_pingpong":
                 return PingPong.main(cmd, rest, out, err, StopSignal.PROCESS);
             case "devices":
@@ -71,12 +74,25 @@ public final class Main {
         }
     }
 
+    /** The eight perftest tools: one engine ({@link Perftest}), the verb and bw/lat from the name. */
+    private static int perftest(String cmd, String[] rest, PrintStream out, PrintStream err) {
+        try {
+            var o = PerftestOptions.parse(PerftestOptions.verbOf(cmd), cmd.endsWith("_lat"), rest);
+            return new Perftest(o, out, err).run();
+        } catch (PerftestOptions.UsageException e) {
+            err.println(cmd + ": " + e.getMessage());
+            return 1;
+        }
+    }
+
     private static void usage(PrintStream s) {
         s.println("Usage: rdma4j <command> [options]");
         s.println();
         s.println("Commands:");
-        s.println("  ib_write_bw --loopback [opts]  perftest's RDMA WRITE bandwidth test, server and client in this process");
-        s.println("                                 (ib_write_bw --help lists the perftest flags)");
+        s.println("  ib_{send,write,read,atomic}_{bw,lat} [opts] [host]");
+        s.println("                                 perftest's tests: server without a host, client with the server's");
+        s.println("                                 host name, or --loopback for both in this process");
+        s.println("                                 (e.g. ib_write_bw --loopback -a; <tool> --help lists the flags)");
         s.println("  devices                        list RDMA devices (ibv_devices)");
         s.println("  devinfo [-v] [-d dev] [-i port]");
         s.println("                                 show device and port attributes (ibv_devinfo)");

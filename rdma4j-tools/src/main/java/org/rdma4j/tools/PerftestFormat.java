@@ -39,22 +39,51 @@ public final class PerftestFormat {
     /**
      * What the test-info block shows.
      *
-     * @param testName   testsStr entry: {@code RDMA_Write}, {@code RDMA_Read}, {@code Send}, ...
+     * @param testName   testsStr entry: {@code RDMA_Write}, {@code RDMA_Read}, {@code Send}, {@code Atomic}
+     * @param atomicType {@code FETCH_AND_ADD} or {@code CMP_AND_SWAP} for the atomic tests, else null
+     * @param lat        a latency test (title "Latency", no CQ moderation lines)
+     * @param postList   post list (&gt; 1 adds "Post List" to a BW title and a line)
      * @param device     device name
      * @param numQps     number of QPs
      * @param transport  transport_str: {@code IB} or {@code IW}
      * @param connection connStr: {@code RC}, {@code UC}, ...
      * @param client     true on the client (prints TX depth)
      * @param txDepth    TX depth
+     * @param rxDepth    RX depth, printed when &gt;= 0 (a SEND server)
      * @param cqMod      CQ moderation
      * @param mtuBytes   the path MTU in bytes
      * @param linkType   link_layer_str: {@code IB} or {@code Ethernet}
      * @param gidIndex   GID index, -1 when none (not printed)
      * @param inlineSize max inline data
+     * @param outReads   outstanding reads, printed instead of the inline size when &gt;= 0 (READ, ATOMIC)
      */
-    public record TestInfo(String testName, String device, int numQps, String transport, String connection,
-                           boolean client, int txDepth, int cqMod, int mtuBytes, String linkType, int gidIndex,
-                           int inlineSize) {
+    public record TestInfo(String testName, String atomicType, boolean lat, int postList, String device, int numQps,
+                           String transport, String connection, boolean client, int txDepth, int rxDepth, int cqMod,
+                           int mtuBytes, String linkType, int gidIndex, int inlineSize, int outReads) {
+        /** The ib_write_bw block (the first tool's constructor). */
+        public TestInfo(String testName, String device, int numQps, String transport, String connection,
+                        boolean client, int txDepth, int cqMod, int mtuBytes, String linkType, int gidIndex,
+                        int inlineSize) {
+            this(testName, null, false, 1, device, numQps, transport, connection, client, txDepth, -1, cqMod, mtuBytes,
+                    linkType, gidIndex, inlineSize, -1);
+        }
+
+        /** @return the title words after the test name: "FETCH_AND_ADD BW", "Latency", "Post List BW" */
+        String titleWords(String sep) {
+            StringBuilder t = new StringBuilder();
+            if (atomicType != null) {
+                t.append(atomicType).append(sep);
+            }
+            if (lat) {
+                t.append("Latency");
+            } else {
+                if (postList > 1) {
+                    t.append("Post").append(sep).append("List").append(sep);
+                }
+                t.append("BW");
+            }
+            return t.toString();
+        }
     }
 
     /**
@@ -66,8 +95,13 @@ public final class PerftestFormat {
      * @param rkey  R_Key of the buffer
      * @param vaddr buffer address
      * @param gid   16 GID bytes, network order
+     * @param outReads outstanding reads (the keys message's second field)
      */
-    public record Dest(int lid, int qpn, int psn, int rkey, long vaddr, byte[] gid) {
+    public record Dest(int lid, int qpn, int psn, int rkey, long vaddr, byte[] gid, int outReads) {
+        /** A destination without outstanding reads (WRITE, SEND). */
+        public Dest(int lid, int qpn, int psn, int rkey, long vaddr, byte[] gid) {
+            this(lid, qpn, psn, rkey, vaddr, gid, 0);
+        }
     }
 
     /**
@@ -99,7 +133,8 @@ public final class PerftestFormat {
     public static String testInfo(TestInfo info) {
         StringBuilder sb = new StringBuilder(1024);
         sb.append(RESULT_LINE);
-        sb.append("                    ").append(info.testName()).append(' ').append("BW ").append("Test\n");
+        sb.append("                    ").append(info.testName()).append(' ').append(info.titleWords(" "))
+                .append(" Test\n");
         sb.append(" Dual-port       : ").append("OFF").append("\t\tDevice         : ").append(info.device()).append('\n');
         sb.append(" Number of qps   : ").append(info.numQps()).append("\t\tTransport type : ").append(info.transport())
                 .append('\n');
@@ -112,14 +147,26 @@ public final class PerftestFormat {
         if (info.client()) {
             sb.append(" TX depth        : ").append(info.txDepth()).append('\n');
         }
-        sb.append(" CQ Moderation   : ").append(info.cqMod()).append('\n');
-        sb.append(" CQE Poll Batch  : Dynamic\n");
+        if (info.postList() > 1) {
+            sb.append(" Post List       : ").append(info.postList()).append('\n');
+        }
+        if (info.rxDepth() >= 0) {
+            sb.append(" RX depth        : ").append(info.rxDepth()).append('\n');
+        }
+        if (!info.lat()) {
+            sb.append(" CQ Moderation   : ").append(info.cqMod()).append('\n');
+            sb.append(" CQE Poll Batch  : Dynamic\n");
+        }
         sb.append(" Mtu             : ").append(info.mtuBytes()).append("[B]\n");
         sb.append(" Link type       : ").append(info.linkType()).append('\n');
         if (info.gidIndex() != -1) {
             sb.append(" GID index       : ").append(info.gidIndex()).append('\n');
         }
-        sb.append(" Max inline data : ").append(info.inlineSize()).append("[B]\n");
+        if (info.outReads() >= 0) {
+            sb.append(" Outstand reads  : ").append(info.outReads()).append('\n');
+        } else {
+            sb.append(" Max inline data : ").append(info.inlineSize()).append("[B]\n");
+        }
         sb.append(" rdma_cm QPs\t : ").append("OFF").append('\n');
         sb.append(" Data ex. method : ").append("Ethernet").append('\n');
         sb.append(RESULT_LINE);
@@ -136,14 +183,34 @@ public final class PerftestFormat {
      * @return one or two lines
      */
     public static String address(String side, Dest dest, boolean withGid) {
+        return address(side, dest, withGid, PerftestOptions.Verb.WRITE);
+    }
+
+    /**
+     * ctx_print_pingpong_data: BASIC_ADDR_FMT, then for READ {@code READ_FMT " OUT %#04x"} followed by
+     * RDMA_FMT, for WRITE RDMA_FMT alone, for SEND and ATOMIC nothing more; then PERF_GID_FMT when a
+     * GID index is in use.
+     *
+     * @param side    {@code local} or {@code remote}
+     * @param dest    the QP
+     * @param withGid whether a GID index is in use (gid_index &gt; -1)
+     * @param verb    the test's verb
+     * @return one or two lines
+     */
+    public static String address(String side, Dest dest, boolean withGid, PerftestOptions.Verb verb) {
         StringBuilder sb = new StringBuilder(160);
         // BASIC_ADDR_FMT " %s address: LID %#04x QPN %#06x PSN %#06x"
         sb.append(' ').append(side).append(" address: LID ").append(altHex(dest.lid() & 0xFFFF, 4))
                 .append(" QPN ").append(altHex(dest.qpn() & 0xFFFFFFL, 6))
                 .append(" PSN ").append(altHex(dest.psn() & 0xFFFFFFL, 6));
-        // RDMA_FMT " RKey %#08x VAddr %#016llx"
-        sb.append(" RKey ").append(altHex(dest.rkey() & 0xFFFFFFFFL, 8))
-                .append(" VAddr ").append(altHex(dest.vaddr(), 16));
+        if (verb == PerftestOptions.Verb.READ) {
+            sb.append(" OUT ").append(altHex(dest.outReads() & 0xFFFF, 4));
+        }
+        if (verb == PerftestOptions.Verb.READ || verb == PerftestOptions.Verb.WRITE) {
+            // RDMA_FMT " RKey %#08x VAddr %#016llx"
+            sb.append(" RKey ").append(altHex(dest.rkey() & 0xFFFFFFFFL, 8))
+                    .append(" VAddr ").append(altHex(dest.vaddr(), 16));
+        }
         sb.append('\n');
         if (withGid) {
             sb.append(gidLine("GID", dest.gid()));
@@ -221,10 +288,25 @@ public final class PerftestFormat {
      * @return the JSON text
      */
     public static String json(TestInfo info, List<Report> reports, boolean gbits) {
+        return jsonDoc(info, reports.stream().map(r -> jsonResult(r, gbits)).toList());
+    }
+
+    /**
+     * The {@code --out_json} document of a latency test (write_report_lat_to_file's objects).
+     *
+     * @param info  the test info
+     * @param stats the results, one per size
+     * @return the JSON text
+     */
+    public static String jsonLat(TestInfo info, List<LatStats> stats) {
+        return jsonDoc(info, stats.stream().map(PerftestFormat::jsonLatResult).toList());
+    }
+
+    private static String jsonDoc(TestInfo info, List<String> results) {
         StringBuilder sb = new StringBuilder(1024);
         sb.append("{\n");
         sb.append("\"test_info\": {\n");
-        sb.append("\"test\": \"").append(info.testName()).append("_BW_Test\",\n");
+        sb.append("\"test\": \"").append(info.testName()).append('_').append(info.titleWords("_")).append("_Test\",\n");
         sb.append("\"Dual_port\": \"OFF\",\n\"Device\": \"").append(info.device()).append("\",\n");
         sb.append("\"Number_of_qps\": ").append(info.numQps()).append(",\n\"Transport_type\": \"")
                 .append(info.transport()).append("\",\n");
@@ -234,26 +316,38 @@ public final class PerftestFormat {
         if (info.client()) {
             sb.append("\"TX_depth\": ").append(info.txDepth()).append(",\n");
         }
-        sb.append("\"CQ_Moderation\": ").append(info.cqMod()).append(",\n");
+        if (info.postList() > 1) {
+            sb.append("\"Post_List\": ").append(info.postList()).append(",\n");
+        }
+        if (info.rxDepth() >= 0) {
+            sb.append("\"RX_depth\": ").append(info.rxDepth()).append(",\n");
+        }
+        if (!info.lat()) {
+            sb.append("\"CQ_Moderation\": ").append(info.cqMod()).append(",\n");
+        }
         sb.append("\"Mtu\": ").append(info.mtuBytes()).append(",\n");
         sb.append("\"Link_type\": \"").append(info.linkType()).append("\",\n");
         if (info.gidIndex() != -1) {
             sb.append("\"GID_index\": ").append(info.gidIndex()).append(",\n");
         }
-        sb.append("\"Max_inline_data\": ").append(info.inlineSize()).append(",\n");
+        if (info.outReads() >= 0) {
+            sb.append("\"Outstand_reads\": ").append(info.outReads()).append(",\n");
+        } else {
+            sb.append("\"Max_inline_data\": ").append(info.inlineSize()).append(",\n");
+        }
         sb.append("\"rdma_cm_QPs\": \"OFF\",\n");
         sb.append("\"Use_ROCm_memory\": \"OFF\",\n");
         sb.append("\"Use_MUSA_memory\": \"OFF\",\n");
         sb.append("\"Data_ex_method\": \"Ethernet\"");
         sb.append("\n},\n");
         sb.append("\"results\": ");
-        if (reports.size() == 1) {
-            sb.append(jsonResult(reports.get(0), gbits));
+        if (results.size() == 1) {
+            sb.append(results.get(0));
         } else {
             sb.append("[\n");
-            for (int i = 0; i < reports.size(); i++) {
-                sb.append(jsonResult(reports.get(i), gbits));
-                if (i + 1 < reports.size()) {
+            for (int i = 0; i < results.size(); i++) {
+                sb.append(results.get(i));
+                if (i + 1 < results.size()) {
                     sb.setLength(sb.length() - 1);
                     sb.append(",\n");
                 }
@@ -281,5 +375,67 @@ public final class PerftestFormat {
                 + "\"MsgRate\": " + fixed(r.msgRateMpps(), 6)
                 + "\n"
                 + "}\n";
+    }
+
+    /** RESULT_FMT_LAT (printed with %s, so the percent signs are single), without RESULT_EXT. */
+    public static final String RESULT_FMT_LAT = " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]"
+            + "    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] ";
+    /** RESULT_FMT_LAT_DUR (duration mode), without RESULT_EXT. */
+    public static final String RESULT_FMT_LAT_DUR = " #bytes        #iterations       t_avg[usec]    tps average";
+
+    /**
+     * The latency table header: RESULT_LINE, RESULT_FMT_LAT or RESULT_FMT_LAT_DUR, RESULT_EXT.
+     *
+     * @param duration duration mode (-D)
+     * @return two lines
+     */
+    public static String latHeader(boolean duration) {
+        return RESULT_LINE + (duration ? RESULT_FMT_LAT_DUR : RESULT_FMT_LAT) + "\n";
+    }
+
+    /**
+     * print_report_lat's line: REPORT_FMT_LAT then REPORT_EXT, or REPORT_FMT_LAT_DUR in duration mode.
+     *
+     * @param s the statistics
+     * @return the line
+     */
+    public static String latLine(LatStats s) {
+        StringBuilder sb = new StringBuilder(140);
+        if (s.duration()) {
+            // REPORT_FMT_LAT_DUR " %-7lu       %" PRIu64 "            %-7.2f        %-7.2f"
+            sb.append(' ').append(left(unsigned(s.size()), 7)).append("       ").append(unsigned(s.iters()))
+                    .append("            ").append(leftFixed(s.avg(), 7, 2))
+                    .append("        ").append(leftFixed(s.tps(), 7, 2));
+        } else {
+            // REPORT_FMT_LAT " %-7lu %" PRIu64 "          %-7.2f        %-7.2f      %-7.2f  \t       %-7.2f
+            //                 \t%-7.2f\t\t%-7.2f \t\t%-7.2f"
+            sb.append(' ').append(left(unsigned(s.size()), 7)).append(' ').append(unsigned(s.iters()))
+                    .append("          ").append(leftFixed(s.min(), 7, 2))
+                    .append("        ").append(leftFixed(s.max(), 7, 2))
+                    .append("      ").append(leftFixed(s.typical(), 7, 2))
+                    .append("  \t       ").append(leftFixed(s.avg(), 7, 2))
+                    .append("     \t").append(leftFixed(s.stdev(), 7, 2))
+                    .append("\t\t").append(leftFixed(s.p99(), 7, 2))
+                    .append(" \t\t").append(leftFixed(s.p999(), 7, 2));
+        }
+        return sb.append('\n').toString();
+    }
+
+    /**
+     * write_report_lat_to_file's object (REPORT_FMT_LAT_JSON, or REPORT_FMT_LAT_DUR_JSON), then REPORT_EXT_JSON.
+     *
+     * @param s the statistics
+     * @return the object, ending in a newline
+     */
+    public static String jsonLatResult(LatStats s) {
+        if (s.duration()) {
+            return "{\n\"MsgSize\": " + unsigned(s.size()) + ",\n\"n_iterations\": " + unsigned(s.iters())
+                    + ",\n\"t_avg\": " + fixed(s.avg(), 2) + ",\n\"tps_average\": " + fixed(s.tps(), 2) + "\n}\n";
+        }
+        return "{\n\"MsgSize\": " + unsigned(s.size()) + ",\n\"n_iterations\": " + unsigned(s.iters())
+                + ",\n\"t_min\": " + fixed(s.min(), 2) + ",\n\"t_max\": " + fixed(s.max(), 2)
+                + ",\n\"t_typical\": " + fixed(s.typical(), 2) + ",\n\"t_avg\": " + fixed(s.avg(), 2)
+                + ",\n\"t_stdev\": " + fixed(s.stdev(), 2) + ",\n\"percentile_99\": " + fixed(s.p99(), 2)
+                + ",\n\"percentile_99.9\": " + fixed(s.p999(), 2) + "\n}\n";
     }
 }

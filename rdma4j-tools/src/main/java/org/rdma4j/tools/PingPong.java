@@ -240,6 +240,10 @@ public final class PingPong {
         PortAttributes port;
         int sendFlags = SendFlags.SIGNALED;
         int numCqEvents;
+        /** --verify: messages sent with a pattern, echoes compared, echoes that differed. */
+        long verifySent;
+        long verifyChecked;
+        long verifyBad;
         final RecvWorkRequest rwr = new RecvWorkRequest(1);
         final SendWorkRequest swr = new SendWorkRequest(1);
 
@@ -491,9 +495,19 @@ public final class PingPong {
                     buf.set(java.lang.foreign.ValueLayout.JAVA_BYTE, base + i, (byte) 0);
                 }
             }
+            boolean verify = client && o.verify;
+            long seed = 0;
+            if (verify) {
+                seed = System.nanoTime() ^ ((long) ProcessHandle.current().pid() << 32);
+                out.println("verifying every echo: pattern seed 0x" + CFormat.hex(seed, 16));
+            }
             for (int i = 0; i < numQp; i++) {
                 pending[i] = RECV_WRID;
                 if (client) {
+                    if (verify) {
+                        EchoPattern.fill(buf, verifyBase(), size, seed, verifySent);
+                        verifySent++;
+                    }
                     postSend(i);
                     pending[i] |= SEND_WRID;
                 }
@@ -577,11 +591,18 @@ public final class PingPong {
                                 }
                             }
                             ++rcnt;
+                            if (verify) {
+                                checkEcho(seed, verifySent - 1);
+                            }
                         }
                         default -> throw new RunException("Completion for unknown wr_id " + (int) wc.wrId());
                     }
                     pending[q] &= ~(int) wc.wrId();
                     if (scnt < iters && pending[q] == 0) {
+                        if (verify) {
+                            EchoPattern.fill(buf, verifyBase(), size, seed, verifySent);
+                            verifySent++;
+                        }
                         postSend(q);
                         pending[q] = RECV_WRID | SEND_WRID;
                     }
@@ -611,7 +632,34 @@ public final class PingPong {
                     }
                 }
             }
+            if (verify) {
+                out.println("verified " + verifyChecked + " echoes of " + size + " bytes: "
+                        + (verifyBad == 0 ? "all equal to what was sent" : verifyBad + " differed"));
+                if (verifyBad != 0 && !interrupted) {
+                    return 1;
+                }
+            }
             return interrupted ? 130 : 0;
+        }
+
+        /** Where the message starts in the buffer: UD receives put the 40-byte GRH first. */
+        private long verifyBase() {
+            return ud ? GRH_BYTES : 0;
+        }
+
+        /** --verify: the echo just received must be the message sent last (the only one outstanding). */
+        private void checkEcho(long seed, long msg) {
+            verifyChecked++;
+            long at = EchoPattern.mismatch(buf, verifyBase(), size, seed, msg);
+            if (at >= 0) {
+                verifyBad++;
+                if (verifyBad <= 5) {
+                    byte got = buf.get(java.lang.foreign.ValueLayout.JAVA_BYTE, verifyBase() + at);
+                    out.println("invalid data in echo " + msg + " at byte " + at + ": got 0x"
+                            + CFormat.hex(got & 0xFF, 2) + ", sent 0x"
+                            + CFormat.hex(EchoPattern.expected(seed, msg, at) & 0xFF, 2));
+                }
+            }
         }
 
         private void postSend(int q) {
@@ -791,6 +839,7 @@ public final class PingPong {
             c.numQp = o.numQp;
             c.validate = o.validate;
             c.newSend = o.newSend;
+            c.verify = o.verify;
             return c;
         }
     }

@@ -11,8 +11,9 @@ import java.util.List;
  * {@code 0x} hex, leading-0 octal); unlike C, a value that is not a number is refused instead of
  * read as 0.
  *
- * <p>rdma4j adds {@code --loopback} (server and client in this process) and {@code --server-ib-dev}
- * (the server's device in loopback); rdma-core's programs have neither.
+ * <p>rdma4j adds {@code --loopback} (server and client in this process), {@code --server-ib-dev}
+ * (the server's device in loopback) and {@code --verify} (the client checks every echo byte for byte
+ * against a fresh pattern, see {@link EchoPattern}); rdma-core's programs have none of these.
  */
 public final class PingPongOptions {
     /** srq_pingpong's MAX_QP: the number of addresses always exchanged. */
@@ -96,6 +97,8 @@ public final class PingPongOptions {
     /** An rc/srq option for a capability the verbs API does not offer (-o -O -P -t -j -U), or 0. */
     char unsupported;
     boolean loopback;
+    /** --verify: every message a new pattern, every echo compared with it (client side). */
+    boolean verify;
     boolean help;
 
     private PingPongOptions(Kind kind) {
@@ -129,7 +132,7 @@ public final class PingPongOptions {
                     throw new UsageException("unrecognized option '--" + name + "'");
                 }
                 char c = opt;
-                boolean takes = c == 'L' ? false : c == 'S' || kind.takesValue(c);
+                boolean takes = c == 'L' || c == 'V' ? false : c == 'S' || kind.takesValue(c);
                 if (takes && value == null) {
                     if (i + 1 >= args.length) {
                         throw new UsageException("option '--" + name + "' requires an argument");
@@ -177,6 +180,17 @@ public final class PingPongOptions {
             throw new UsageException("--loopback runs both sides in this process: drop the server name '"
                     + o.serverName + "'");
         }
+        if (o.verify && !o.help) {
+            if (o.serverName == null && !o.loopback) {
+                throw new UsageException("--verify checks the echoes the client receives: give a server name or"
+                        + " --loopback (a server echoes as rdma-core's does)");
+            }
+            if (kind == Kind.SRQ && o.numQp != 1) {
+                // The server's QPs share one receive buffer, so with several QPs an echo may carry
+                // another QP's message.
+                throw new UsageException("--verify needs -q 1: the server's QPs share one buffer");
+            }
+        }
         if (kind == Kind.SRQ && !o.help) {
             if (o.numQp > o.rxDepth) {
                 throw new UsageException("rx_depth " + o.rxDepth + " is too small for " + o.numQp
@@ -190,7 +204,7 @@ public final class PingPongOptions {
         return o;
     }
 
-    /** Long options; 'L' is --loopback, 'S' --server-ib-dev, 'h' --help (rdma4j additions). */
+    /** Long options; 'L' is --loopback, 'S' --server-ib-dev, 'V' --verify, 'h' --help (rdma4j additions). */
     private static Character longToShort(Kind kind, String name) {
         Character c = switch (name) {
             case "port" -> 'p';
@@ -214,10 +228,11 @@ public final class PingPongOptions {
             case "allow-cc-unprotected" -> 'U';
             case "loopback" -> 'L';
             case "server-ib-dev" -> 'S';
+            case "verify" -> 'V';
             case "help" -> 'h';
             default -> null;
         };
-        if (c == null || c == 'L' || c == 'S' || c == 'h') {
+        if (c == null || c == 'L' || c == 'S' || c == 'V' || c == 'h') {
             return c;
         }
         return kind.has(c) ? c : null;
@@ -301,6 +316,7 @@ public final class PingPongOptions {
                 }
             }
             case 'L' -> loopback = true;
+            case 'V' -> verify = true;
             case 'h' -> help = true;
             default -> throw new UsageException("invalid option -- '" + c + "'");
         }
@@ -395,6 +411,9 @@ public final class PingPongOptions {
         sb.append("                         -g defaults to 0 here. Output lines are prefixed [server]/[client]\n");
         sb.append("  --server-ib-dev=<dev>  the server's device in loopback (default: the first device\n");
         sb.append("                         other than the client's -d)\n");
+        sb.append("  --verify               client: each message carries a new pseudo-random pattern and the\n");
+        sb.append("                         server's echo must equal it byte for byte (rdma-core's servers echo\n");
+        sb.append("                         their buffer); a difference is reported and the exit status is 1\n");
         sb.append("  -h, --help             this text\n");
         return sb.toString();
     }

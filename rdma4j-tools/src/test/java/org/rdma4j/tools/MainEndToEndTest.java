@@ -43,10 +43,20 @@ class MainEndToEndTest {
     }
 
     @Test
-    void writeBwWithoutLoopbackExplains() {
-        Result r = run("ib_write_bw", "-n", "10");
+    void writeBwClientWithoutServerNamesTheAddressTried() {
+        Result r = run("ib_write_bw", "-n", "10", "-p", "1", "127.0.0.1");
         assertEquals(1, r.rc());
-        assertTrue(r.err().contains("--loopback"), r.err());
+        assertTrue(r.err().contains("Couldn't connect to 127.0.0.1:1"), r.err());
+    }
+
+    @Test
+    void everyPerftestToolHasHelp() {
+        for (String t : new String[] {"ib_send_bw", "ib_write_bw", "ib_read_bw", "ib_atomic_bw", "ib_send_lat",
+            "ib_write_lat", "ib_read_lat", "ib_atomic_lat"}) {
+            Result r = run(t, "--help");
+            assertEquals(0, r.rc(), t);
+            assertTrue(r.out().contains("  " + t + " --loopback"), r.out());
+        }
     }
 
     @Test
@@ -131,7 +141,7 @@ class MainEndToEndTest {
     @Test
     void inlineLargerThanTheDeviceAllowsIsRefused() {
         assumeDevices();
-        Result r = run("ib_write_bw", "--loopback", "-I", "65536", "-s", "8", "-n", "10");
+        Result r = run("ib_write_bw", "--loopback", "-I", "1024", "-s", "8", "-n", "10");
         assertEquals(1, r.rc(), r.out());
         assertTrue(r.err().contains("max_inline_data"), r.err());
     }

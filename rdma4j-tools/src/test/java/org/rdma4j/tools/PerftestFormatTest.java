@@ -126,4 +126,77 @@ class PerftestFormatTest {
         assertTrue(many.contains("}\n,\n{") || many.contains("},\n{"), many);
         assertTrue(many.endsWith("}\n]\n}\n"), many);
     }
+
+    /**
+     * A line of ib_write_lat on rxe in loopback, as posted to linux-rdma (February 2022, "Soft-RoCE
+     * performance"), tabs included.
+     */
+    @Test
+    void latencyLineMatchesARecordedPerftestLine() {
+        var s = new LatStats(2, 1000, 1.57, 9.65, 1.84, 2.04, 0.69, 5.02, 9.65, false, 0);
+        assertEquals(" 2       1000          1.57           9.65         1.84     \t       2.04        \t0.69   \t\t5.02"
+                + "    \t\t9.65   \n", PerftestFormat.latLine(s));
+    }
+
+    @Test
+    void latencyHeaderIsResultFmtLat() {
+        assertEquals(PerftestFormat.RESULT_LINE + " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]"
+                + "    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] \n",
+                PerftestFormat.latHeader(false));
+        assertEquals(PerftestFormat.RESULT_LINE + " #bytes        #iterations       t_avg[usec]    tps average\n",
+                PerftestFormat.latHeader(true));
+        var d = LatStats.ofDuration(64, 123456, 1_000_000_000L, 1);
+        // " %-7lu       %" PRIu64 "            %-7.2f        %-7.2f"
+        assertEquals(" 64" + " ".repeat(12) + "123456" + " ".repeat(12) + "8.10" + " ".repeat(11) + "123456.00\n",
+                PerftestFormat.latLine(d));
+    }
+
+    /** A recorded ib_read_lat address line (RoCE, OUT 0x10): READ_FMT then RDMA_FMT. */
+    @Test
+    void readAddressLineHasOutstandingReads() {
+        var d = new PerftestFormat.Dest(0, 0x107, 0x79dd10, 0x1fddbc, 0x23bd000L, GID_192_168_1_10, 16);
+        assertEquals(" local address: LID 0000 QPN 0x0107 PSN 0x79dd10 OUT 0x10 RKey 0x1fddbc VAddr 0x000000023bd000\n"
+                + " GID: 00:00:00:00:00:00:00:00:00:00:255:255:192:168:01:10\n",
+                PerftestFormat.address("local", d, true, PerftestOptions.Verb.READ));
+        assertEquals(" remote address: LID 0000 QPN 0x0107 PSN 0x79dd10\n",
+                PerftestFormat.address("remote", d, false, PerftestOptions.Verb.SEND));
+        assertEquals(" remote address: LID 0000 QPN 0x0107 PSN 0x79dd10\n",
+                PerftestFormat.address("remote", d, false, PerftestOptions.Verb.ATOMIC));
+    }
+
+    @Test
+    void titlesAndLinesOfTheOtherTools() {
+        var lat = new PerftestFormat.TestInfo("RDMA_Read", null, true, 1, "rxe0", 1, "IB", "RC", true, 1, -1, 100,
+                1024, "Ethernet", 1, 0, 16);
+        String s = PerftestFormat.testInfo(lat);
+        assertTrue(s.contains("                    RDMA_Read Latency Test\n"), s);
+        assertTrue(s.contains(" Outstand reads  : 16\n") && !s.contains("Max inline"), s);
+        assertTrue(!s.contains("CQ Moderation") && !s.contains("CQE Poll Batch"), s);
+        var atomic = new PerftestFormat.TestInfo("Atomic", "FETCH_AND_ADD", false, 1, "rxe0", 1, "IB", "RC", true,
+                128, -1, 100, 1024, "Ethernet", 1, 0, 16);
+        assertTrue(PerftestFormat.testInfo(atomic).contains("                    Atomic FETCH_AND_ADD BW Test\n"));
+        var sendServer = new PerftestFormat.TestInfo("Send", null, false, 1, "rxe0", 1, "IB", "RC", false, 128, 512,
+                100, 1024, "Ethernet", 1, 0, -1);
+        String ss = PerftestFormat.testInfo(sendServer);
+        assertTrue(ss.contains(" RX depth        : 512\n CQ Moderation   : 100\n") && !ss.contains("TX depth"), ss);
+        var post = new PerftestFormat.TestInfo("RDMA_Write", null, false, 4, "rxe0", 1, "IB", "RC", true, 128, -1,
+                100, 1024, "Ethernet", -1, 0, -1);
+        String ps = PerftestFormat.testInfo(post);
+        assertTrue(ps.contains("RDMA_Write Post List BW Test\n") && ps.contains(" Post List       : 4\n"), ps);
+    }
+
+    @Test
+    void latencyJsonParsesAndHasPerftestKeys() {
+        var lat = new PerftestFormat.TestInfo("Send", null, true, 1, "rxe0", 1, "IB", "RC", true, 1, -1, 100, 1024,
+                "Ethernet", 1, 236, -1);
+        var s = new LatStats(2, 1000, 1.57, 9.65, 1.84, 2.04, 0.69, 5.02, 9.65, false, 0);
+        String j = PerftestFormat.jsonLat(lat, List.of(s));
+        assertTrue(j.contains("\"test\": \"Send_Latency_Test\",\n"), j);
+        assertTrue(j.endsWith("\"results\": {\n\"MsgSize\": 2,\n\"n_iterations\": 1000,\n\"t_min\": 1.57,\n"
+                + "\"t_max\": 9.65,\n\"t_typical\": 1.84,\n\"t_avg\": 2.04,\n\"t_stdev\": 0.69,\n"
+                + "\"percentile_99\": 5.02,\n\"percentile_99.9\": 9.65\n}\n}\n"), j);
+        MiniJson.parse(j);
+        MiniJson.parse(PerftestFormat.jsonLat(lat, List.of(s, s)));
+        MiniJson.parse(PerftestFormat.json(info(true, 1), List.of(new PerftestFormat.Report(2, 5, 1, 2, 3)), true));
+    }
 }

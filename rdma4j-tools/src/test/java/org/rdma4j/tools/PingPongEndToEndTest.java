@@ -171,6 +171,24 @@ class PingPongEndToEndTest {
         assertFalse(r.out().contains("invalid data"), r.out());
     }
 
+    @Test
+    void verifyComparesEveryEchoWithWhatWasSent() {
+        // Our server echoes its buffer as rdma-core's does, so every echo must match its message,
+        // multi-packet RC messages, UD at the MTU and srq with one QP alike.
+        assumeTwoDevices();
+        for (String[] args : new String[][] {
+                {"rc_pingpong", "--loopback", "--verify", "-n", "30", "-s", "10001"},
+                {"ud_pingpong", "--loopback", "--verify", "-n", "30", "-s", "1024"},
+                {"srq_pingpong", "--loopback", "--verify", "-n", "30", "-q", "1", "-s", "3000"}}) {
+            Result r = run(args);
+            assertEquals(0, r.rc(), r.out() + r.err());
+            assertTrue(r.out().contains("[client] verifying every echo: pattern seed 0x"), r.out());
+            assertTrue(r.out().contains("[client] verified 30 echoes of " + args[args.length - 1] + " bytes: all equal to what was sent"),
+                    r.out());
+            assertFalse(r.out().contains("[server] verif"), "the server only echoes: " + r.out());
+        }
+    }
+
     /** A server started as the CLI starts it, but on a socket bound before the client runs (no race). */
     private record Server(CompletableFuture<Result> result, int port) {
     }

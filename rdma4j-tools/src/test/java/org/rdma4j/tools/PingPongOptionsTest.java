@@ -77,6 +77,12 @@ class PingPongOptionsTest {
         var m = assertThrows(UsageException.class, () -> PingPongOptions.parse(Kind.SRQ, "-q", "256", "-r", "1000"));
         assertEquals("num_qp 256 must be less than 255", m.getMessage());
         assertThrows(UsageException.class, () -> PingPongOptions.parse(Kind.RC, "--loopback", "host"));
+        // --verify checks echoes on the client, and the srq server's QPs share one buffer.
+        assertThrows(UsageException.class, () -> PingPongOptions.parse(Kind.RC, "--verify"));
+        assertThrows(UsageException.class, () -> PingPongOptions.parse(Kind.SRQ, "--verify", "host"));
+        assertThrows(UsageException.class, () -> PingPongOptions.parse(Kind.RC, "--verify=1", "host"));
+        assertTrue(PingPongOptions.parse(Kind.SRQ, "--verify", "-q", "1", "host").verify);
+        assertTrue(PingPongOptions.parse(Kind.UD, "--loopback", "--verify").verify);
     }
 
     @Test

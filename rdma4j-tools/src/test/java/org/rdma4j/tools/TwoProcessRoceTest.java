@@ -24,7 +24,8 @@ import org.junit.jupiter.params.provider.ValueSource;
  * The system tier: two JVM processes, each with one RoCEv2 device (rxe0 on 127.0.0.1, rxe1 on 127.0.0.2,
  * configured through {@code RDMA4J_DEVICES} as a user would), talking over UDP on loopback. The server
  * runs in a child JVM; the client runs in a second child, so neither shares a fabric, a lock or memory
- * with the other. The pingpongs check their data, so a pass means every byte crossed the wire intact.
+ * with the other. The pingpongs check their data, so a pass means every byte crossed the wire intact;
+ * the eight perftest tools run their exchange and measurement across the same two processes.
  */
 class TwoProcessRoceTest {
     private static final long TIMEOUT_S = 120;
@@ -62,6 +63,38 @@ class TwoProcessRoceTest {
                 assertTrue(c.contains("remote address:") && c.contains("GID ::ffff:127.0.0.1"), c);
                 assertEquals(field(c, "local address:", "QPN"), field(s, "remote address:", "QPN"));
                 assertEquals(field(s, "local address:", "QPN"), field(c, "remote address:", "QPN"));
+            } finally {
+                client.destroyForcibly();
+            }
+        } finally {
+            server.destroyForcibly();
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"ib_send_bw", "ib_write_bw", "ib_read_bw", "ib_atomic_bw", "ib_send_lat", "ib_write_lat",
+        "ib_read_lat", "ib_atomic_lat"})
+    void perftestRunsBetweenTwoProcessesOverRoce(String tool) throws Exception {
+        int udp = freeUdpPort();
+        int tcp = freeTcpPort();
+        List<String> args = new ArrayList<>(List.of("-x", "0", "-n", "200", "-p", Integer.toString(tcp)));
+        if (!tool.startsWith("ib_atomic")) {
+            args.addAll(List.of("-s", tool.endsWith("_bw") ? "65536" : "8"));
+        }
+        Process server = start(dir.resolve("server.out"), "rxe0=127.0.0.1@" + udp, tool, "-d rxe0", args, null);
+        try {
+            awaitListening(server, tcp);
+            Process client = start(dir.resolve("client.out"), "rxe1=127.0.0.2@" + udp, tool, "-d rxe1", args, "127.0.0.1");
+            try {
+                assertTrue(client.waitFor(TIMEOUT_S, TimeUnit.SECONDS), "client did not finish");
+                assertTrue(server.waitFor(TIMEOUT_S, TimeUnit.SECONDS), "server did not finish");
+                String c = Files.readString(dir.resolve("client.out"));
+                String s = Files.readString(dir.resolve("server.out"));
+                assertEquals(0, client.exitValue(), "client:\n" + c + "\nserver:\n" + s);
+                assertEquals(0, server.exitValue(), "server:\n" + s + "\nclient:\n" + c);
+                // the result line: size (atomics: 8) and the 200 iterations, after perftest's header
+                assertTrue(c.lines().anyMatch(l -> l.matches("\\s*(\\d+)\\s+200\\s+.*")), "no result line in\n" + c);
+                assertTrue(c.contains("GID: 00:00:00:00:00:00:00:00:00:00:255:255:127:00:00:02"), c);
             } finally {
                 client.destroyForcibly();
             }

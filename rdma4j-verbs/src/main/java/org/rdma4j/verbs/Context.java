@@ -26,6 +26,14 @@ public interface Context extends AutoCloseable {
      */
     Gid queryGid(int port, int index);
 
+    /**
+     * The DMA-mapping calls for per-I/O buffers of this device (Linux ib_dma_* on the ib_device).
+     * Mappings belong to this context: any still live when it closes are leaks.
+     *
+     * @return the device's mapping layer; the same object on every call
+     */
+    Dma dma();
+
     /** @return a new protection domain (ibv_alloc_pd) */
     ProtectionDomain allocPd();
 

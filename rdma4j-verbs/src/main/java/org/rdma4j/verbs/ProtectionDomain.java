@@ -17,9 +17,20 @@ public interface ProtectionDomain extends AutoCloseable {
      * @param segment a native segment
      * @param access  access flags; REMOTE_WRITE and REMOTE_ATOMIC require LOCAL_WRITE
      * @return the memory region
-     * @throws VerbsException EINVAL for a heap segment, an empty segment or invalid flags
+     * @throws VerbsException EINVAL for a heap segment, an empty segment or invalid flags; EOPNOTSUPP
+     *                        when the device could reach the memory only through bounce buffers, which
+     *                        would hide remote writes from the CPU; ENOMEM when its IOMMU window is full
      */
     MemoryRegion regMr(MemorySegment segment, Set<AccessFlag> access);
+
+    /**
+     * The L_Key that lets a scatter/gather entry name memory by a DMA address from {@link Dma#map}
+     * instead of by a registered region (Linux pd->local_dma_lkey). The device checks such an entry
+     * against its DMA mappings (direction, bounds, IOMMU page table), not against a memory region.
+     *
+     * @return the local DMA L_Key
+     */
+    int localDmaLkey();
 
     /**
      * ibv_create_qp.

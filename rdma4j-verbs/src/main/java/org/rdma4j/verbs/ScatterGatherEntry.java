@@ -48,20 +48,41 @@ public final class ScatterGatherEntry {
      * only be read when it lies in registered memory, so unregistered buffers are passed this way.
      *
      * @param source the bytes to send inline
-     * @return this, with addr set to the segment's address (0 for heap) and lkey 0
+     * @return this, with addr set to the segment's address (for a heap segment its offset in the array) and lkey 0
      */
     public ScatterGatherEntry inline(MemorySegment source) {
         if (source.byteSize() > Integer.MAX_VALUE) {
             throw new IllegalArgumentException("inline source too large: " + source.byteSize());
         }
-        this.addr = source.isNative() ? source.address() : 0;
+        this.addr = source.address();
         this.length = (int) source.byteSize();
         this.lkey = 0;
         this.segment = source;
         return this;
     }
 
-    /** @return the inline source given with {@link #inline}, or null */
+    /**
+     * An entry naming DMA-mapped memory (what Linux ULPs post with pd->local_dma_lkey): {@code addr}
+     * is a DMA address from {@link Dma#map} and {@code buffer} the CPU memory behind it. A virtual-DMA
+     * device copies from or to {@code buffer} at offset {@code addr - buffer.address()} (Java cannot
+     * dereference an address); a bus device translates {@code addr} and only uses {@code buffer} for
+     * memory it reaches directly.
+     *
+     * @param addr   DMA address of the first byte
+     * @param length length in bytes
+     * @param lkey   {@link ProtectionDomain#localDmaLkey()}
+     * @param buffer the mapped CPU memory that holds those bytes (the mapped segment or a slice of it)
+     * @return this
+     */
+    public ScatterGatherEntry dma(long addr, int length, int lkey, MemorySegment buffer) {
+        this.addr = addr;
+        this.length = length;
+        this.lkey = lkey;
+        this.segment = buffer;
+        return this;
+    }
+
+    /** @return the CPU memory given with {@link #inline} or {@link #dma}, or null */
     public MemorySegment segment() {
         return segment;
     }

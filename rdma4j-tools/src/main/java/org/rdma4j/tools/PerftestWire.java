@@ -1,0 +1,452 @@
+package org.rdma4j.tools;
+
+import java.io.Closeable;
+import java.io.DataInputStream;
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.net.UnknownHostException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * perftest's out-of-band exchange over TCP ("Data ex. method : Ethernet"), byte for byte as
+ * shared/reference/roce-wire.md §5.2 describes it: fixed-size messages with no framing, where in every
+ * exchange ({@code ctx_xchg_data}, {@code ctx_hand_shake}) the client writes then reads and the server
+ * reads then writes.
+ */
+public final class PerftestWire {
+    /**
+     * The version this side sends. perftest 6.28 and later also exchange a binary
+     * {@code perftest_parameters_negotiate} with a raw host-endian {@code struct ibv_device_attr} when
+     * the <em>peer</em> is at least 6.28 (roce-wire.md §5.2 step 5); advertising 6.27 makes a real
+     * perftest skip it, and rdma4j never sends it either (each side checks the remote version).
+     */
+    public static final String WIRE_VERSION = "6.27";
+    /** check_version_compatibility: older peers are refused. */
+    public static final double MIN_PEER_VERSION = 5.70;
+    /** char version[MAX_VERSION]. */
+    public static final int VERSION_BYTES = 16;
+    /** KEY_MSG_SIZE: the keys message without a GID, NUL included. */
+    public static final int KEY_MSG_SIZE = 59;
+    /** KEY_MSG_SIZE_GID: the keys message with a GID, NUL included. */
+    public static final int KEY_MSG_SIZE_GID = 108;
+    /** DEF_PAGE_SIZE: perftest's cycle_buffer, exchanged by check_sys_data. */
+    public static final int CYCLE_BUFFER = 4096;
+    /** DEF_CACHE_LINE_SIZE, exchanged by check_sys_data. */
+    public static final int CACHE_LINE_SIZE = 64;
+
+    private PerftestWire() {
+    }
+
+    /** A malformed or unexpected message from the peer, or a peer perftest refuses. */
+    public static final class WireException extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        WireException(String message) {
+            super(message);
+        }
+    }
+
+    // ---------------------------------------------------------------- encodings
+
+    /**
+     * @param version e.g. {@code "6.27"}
+     * @return {@code char version[16]}, NUL-padded
+     */
+    public static byte[] encodeVersion(String version) {
+        byte[] b = new byte[VERSION_BYTES];
+        byte[] v = version.getBytes(StandardCharsets.US_ASCII);
+        System.arraycopy(v, 0, b, 0, Math.min(v.length, VERSION_BYTES - 1));
+        return b;
+    }
+
+    /**
+     * @param b 16 bytes from the peer
+     * @return the text up to the first NUL
+     */
+    public static String decodeVersion(byte[] b) {
+        int n = 0;
+        while (n < b.length && b[n] != 0) {
+            n++;
+        }
+        return new String(b, 0, n, StandardCharsets.US_ASCII);
+    }
+
+    /**
+     * perftest compares versions with {@code atof}: the leading decimal number, 0 when there is none.
+     *
+     * @param version the peer's version text
+     * @return its numeric value
+     */
+    public static double versionNumber(String version) {
+        int i = 0;
+        while (i < version.length() && (Character.isDigit(version.charAt(i)) || version.charAt(i) == '.')) {
+            i++;
+        }
+        String num = version.substring(0, i);
+        int second = num.indexOf('.', num.indexOf('.') + 1);
+        if (second > 0) {
+            num = num.substring(0, second);
+        }
+        try {
+            return num.isEmpty() || num.equals(".") ? 0 : Double.parseDouble(num);
+        } catch (NumberFormatException e) {
+            return 0;
+        }
+    }
+
+    /**
+     * check_mtu's message for a peer at 5.31 or later: the MTU enum as ASCII in 2 bytes ({@code "3\0"}).
+     *
+     * @param mtuEnum 1 (256) … 5 (4096)
+     * @return two bytes
+     */
+    public static byte[] encodeMtu(int mtuEnum) {
+        return new byte[] {(byte) ('0' + mtuEnum), 0};
+    }
+
+    /**
+     * @param b the peer's two bytes
+     * @return its MTU enum, or 0 when it is not a valid one (perftest then keeps its own)
+     */
+    public static int decodeMtu(byte[] b) {
+        int v = 0;
+        for (int i = 0; i < b.length && b[i] >= '0' && b[i] <= '9'; i++) {
+            v = v * 10 + (b[i] - '0');
+        }
+        return v >= 1 && v <= 5 ? v : 0;
+    }
+
+    /**
+     * The keys message (ethernet_write_keys): {@code KEY_PRINT_FMT} (59 bytes) without a GID,
+     * {@code KEY_PRINT_FMT_GID} (108 bytes) with one; NUL-terminated. The SRQ number is 0 (no XRC/DC).
+     *
+     * @param d       the QP to describe
+     * @param withGid the sender's gid_index is not -1
+     * @return the message
+     */
+    public static byte[] encodeKeys(PerftestFormat.Dest d, boolean withGid) {
+        StringBuilder sb = new StringBuilder(KEY_MSG_SIZE_GID);
+        sb.append(CFormat.hex(d.lid() & 0xFFFF, 4)).append(':').append(CFormat.hex(d.outReads() & 0xFFFF, 4))
+                .append(':').append(CFormat.hex(d.qpn() & 0xFFFFFFL, 6)).append(':')
+                .append(CFormat.hex(d.psn() & 0xFFFFFFL, 6)).append(':')
+                .append(CFormat.hex(d.rkey() & 0xFFFFFFFFL, 8)).append(':').append(CFormat.hex(d.vaddr(), 16));
+        if (withGid) {
+            sb.append(':');
+            for (byte g : d.gid()) {
+                sb.append(CFormat.hex(g & 0xFF, 2)).append(':');
+            }
+            sb.append(CFormat.hex(0, 8)).append(':');
+        } else {
+            sb.append(':').append(CFormat.hex(0, 8));
+        }
+        byte[] text = sb.toString().getBytes(StandardCharsets.US_ASCII);
+        byte[] msg = new byte[withGid ? KEY_MSG_SIZE_GID : KEY_MSG_SIZE];
+        if (text.length != msg.length - 1) {
+            throw new IllegalStateException("keys message is " + text.length + " chars");
+        }
+        System.arraycopy(text, 0, msg, 0, text.length);
+        return msg;
+    }
+
+    /**
+     * ethernet_read_keys: the fields in order, each hexadecimal and ':'-separated.
+     *
+     * @param msg     the message as received
+     * @param withGid this side's gid_index is not -1 (perftest picks the format from its own setting)
+     * @return the peer's QP
+     * @throws WireException when the text does not parse
+     */
+    public static PerftestFormat.Dest decodeKeys(byte[] msg, boolean withGid) {
+        int len = 0;
+        while (len < msg.length && msg[len] != 0) {
+            len++;
+        }
+        String text = new String(msg, 0, len, StandardCharsets.US_ASCII);
+        String[] f = text.split(":", -1);
+        int need = withGid ? 23 : 7;
+        if (f.length < need) {
+            throw new WireException("Couldn't parse line <" + text + "> (" + f.length + " fields; expected " + need
+                    + (withGid ? ", with a GID: does the peer use a GID index too? (-x)" : "") + ")");
+        }
+        try {
+            int lid = Integer.parseInt(f[0], 16);
+            int outReads = Integer.parseInt(f[1], 16);
+            int qpn = Integer.parseInt(f[2], 16);
+            int psn = Integer.parseInt(f[3], 16);
+            int rkey = (int) Long.parseLong(f[4], 16);
+            long vaddr = Long.parseUnsignedLong(f[5], 16);
+            byte[] gid = new byte[16];
+            if (withGid) {
+                for (int i = 0; i < 16; i++) {
+                    gid[i] = (byte) Integer.parseInt(f[6 + i], 16);
+                }
+            }
+            return new PerftestFormat.Dest(lid, qpn, psn, rkey, vaddr, gid, outReads);
+        } catch (NumberFormatException e) {
+            throw new WireException("Couldn't parse line <" + text + ">: " + e.getMessage());
+        }
+    }
+
+    /**
+     * @param v a 64-bit value
+     * @return its 8 bytes in network order (hton_long)
+     */
+    public static byte[] u64(long v) {
+        return ByteBuffer.allocate(8).putLong(v).array();
+    }
+
+    /**
+     * @param v a double
+     * @return its 8 bytes byte-swapped to big-endian (perftest's bswap_double on a little-endian host)
+     */
+    public static byte[] f64(double v) {
+        return ByteBuffer.allocate(8).putDouble(v).array();
+    }
+
+    /**
+     * @param v a 32-bit value
+     * @return its 4 bytes in network order (hton_int)
+     */
+    public static byte[] u32(int v) {
+        return ByteBuffer.allocate(4).putInt(v).array();
+    }
+
+    // ---------------------------------------------------------------- the connection
+
+    /** One TCP connection to the peer, in the client or server role. */
+    public static final class Channel implements Closeable {
+        private final Socket socket;
+        private final DataInputStream in;
+        private final OutputStream out;
+        private final boolean client;
+        private String peerVersion = WIRE_VERSION;
+
+        private Channel(Socket socket, boolean client, int timeoutMs) throws IOException {
+            this.socket = socket;
+            this.client = client;
+            socket.setTcpNoDelay(true);
+            socket.setSoTimeout(timeoutMs);
+            this.in = new DataInputStream(socket.getInputStream());
+            this.out = socket.getOutputStream();
+        }
+
+        /**
+         * ethernet_server_connect: bind the port with SO_REUSEADDR, accept one client, stop listening.
+         *
+         * @param port      the TCP port (0: any; see {@code onBound})
+         * @param timeoutMs how long to wait for the client and for each later message (0: forever)
+         * @param onBound   told the bound port before accepting (may be null)
+         * @return the connection
+         * @throws IOException when the port cannot be bound or nobody connects in time
+         */
+        public static Channel accept(int port, int timeoutMs, java.util.function.IntConsumer onBound)
+                throws IOException {
+            try (ServerSocket ss = new ServerSocket()) {
+                ss.setReuseAddress(true);
+                try {
+                    ss.bind(new InetSocketAddress(port), 1);
+                } catch (IOException e) {
+                    throw new IOException("Couldn't listen to port " + port + ": " + e.getMessage(), e);
+                }
+                if (onBound != null) {
+                    onBound.accept(ss.getLocalPort());
+                }
+                ss.setSoTimeout(timeoutMs);
+                Socket s;
+                try {
+                    s = ss.accept();
+                } catch (SocketTimeoutException e) {
+                    throw new IOException("No client connected to port " + ss.getLocalPort() + " within "
+                            + timeoutMs / 1000 + " s", e);
+                }
+                return new Channel(s, false, timeoutMs);
+            }
+        }
+
+        /**
+         * ethernet_client_connect: try each address of the host in turn.
+         *
+         * @param host      the server's name or address
+         * @param port      its port
+         * @param timeoutMs connect and read timeout (0: none)
+         * @return the connection
+         * @throws IOException naming every address tried when none accepts
+         */
+        public static Channel connect(String host, int port, int timeoutMs) throws IOException {
+            InetAddress[] addrs;
+            try {
+                addrs = InetAddress.getAllByName(host);
+            } catch (UnknownHostException e) {
+                throw new IOException("Couldn't resolve " + host + " (" + e.getMessage() + ")", e);
+            }
+            List<String> tried = new ArrayList<>();
+            for (InetAddress a : addrs) {
+                Socket s = new Socket();
+                try {
+                    s.connect(new InetSocketAddress(a, port), timeoutMs);
+                    return new Channel(s, true, timeoutMs);
+                } catch (IOException e) {
+                    s.close();
+                    tried.add(a.getHostAddress() + ":" + port + " (" + e.getMessage() + ")");
+                }
+            }
+            throw new IOException("Couldn't connect to " + host + ":" + port + "; tried " + String.join(", ", tried)
+                    + ". Is the server (the same command without a host name) running there?");
+        }
+
+        /**
+         * @param ms the read timeout from now on (0: none)
+         * @throws IOException when the socket is closed
+         */
+        void timeoutMs(int ms) throws IOException {
+            socket.setSoTimeout(ms);
+        }
+
+        /** @return the stream from the peer, to look whether it has sent something ({@code available()}) */
+        java.io.InputStream inputForPeek() {
+            return in;
+        }
+
+        /** @return true on the client side */
+        public boolean isClient() {
+            return client;
+        }
+
+        /** @return the peer's version text, once {@link #exchangeVersions} ran */
+        public String peerVersion() {
+            return peerVersion;
+        }
+
+        /**
+         * ctx_xchg_data: the client writes then reads, the server reads then writes, {@code mine.length}
+         * bytes each way.
+         *
+         * @param mine this side's bytes
+         * @return the peer's bytes
+         * @throws IOException on a closed or silent connection
+         */
+        public byte[] exchange(byte[] mine) throws IOException {
+            return exchange(mine, mine.length);
+        }
+
+        private byte[] exchange(byte[] mine, int theirs) throws IOException {
+            byte[] r = new byte[theirs];
+            if (client) {
+                out.write(mine);
+                out.flush();
+                readFully(r);
+            } else {
+                readFully(r);
+                out.write(mine);
+                out.flush();
+            }
+            return r;
+        }
+
+        private void readFully(byte[] r) throws IOException {
+            try {
+                in.readFully(r);
+            } catch (EOFException e) {
+                throw new IOException("the peer closed the connection", e);
+            } catch (SocketTimeoutException e) {
+                throw new IOException("the peer sent nothing for " + socket.getSoTimeout() / 1000 + " s", e);
+            }
+        }
+
+        /**
+         * exchange_versions and check_version_compatibility.
+         *
+         * @return the peer's version
+         * @throws IOException on a connection failure
+         * @throws WireException when the peer is older than 5.70
+         */
+        public String exchangeVersions() throws IOException {
+            peerVersion = decodeVersion(exchange(encodeVersion(WIRE_VERSION)));
+            if (versionNumber(peerVersion) < MIN_PEER_VERSION) {
+                throw new WireException("Current implementation is not compatible with versions older than 5.70"
+                        + " (the peer sent version '" + peerVersion + "'"
+                        + (peerVersion.isEmpty() ? ": is it a perftest tool?" : "") + ")");
+            }
+            return peerVersion;
+        }
+
+        /**
+         * check_sys_data: cycle_buffer then cache_line_size, 4 bytes each in network order; each side
+         * takes the larger.
+         *
+         * @return {cycle buffer, cache line size}
+         * @throws IOException on a connection failure
+         */
+        public int[] exchangeSysData() throws IOException {
+            int cycle = ByteBuffer.wrap(exchange(u32(CYCLE_BUFFER))).getInt();
+            int line = ByteBuffer.wrap(exchange(u32(CACHE_LINE_SIZE))).getInt();
+            return new int[] {Math.max(cycle, CYCLE_BUFFER), Math.max(line, CACHE_LINE_SIZE)};
+        }
+
+        /**
+         * check_mtu: the MTU enum as 2 ASCII bytes; both sides take the smaller valid value.
+         *
+         * @param mtuEnum this side's MTU enum
+         * @return the MTU enum both use
+         * @throws IOException on a connection failure
+         */
+        public int exchangeMtu(int mtuEnum) throws IOException {
+            int peer = decodeMtu(exchange(encodeMtu(mtuEnum)));
+            return peer != 0 && peer < mtuEnum ? peer : mtuEnum;
+        }
+
+        /**
+         * ctx_hand_shake: the keys message each way.
+         *
+         * @param mine    this side's QP
+         * @param withGid gid_index is not -1
+         * @return the peer's QP
+         * @throws IOException on a connection failure
+         */
+        public PerftestFormat.Dest handShake(PerftestFormat.Dest mine, boolean withGid) throws IOException {
+            return decodeKeys(exchange(encodeKeys(mine, withGid)), withGid);
+        }
+
+        /**
+         * xchg_bw_reports: size, iters, bw_peak, bw_avg, msgRate_avg, each its own exchange, in network
+         * order (iters is 8 bytes since 5.33).
+         *
+         * @param mine this side's report
+         * @return the peer's
+         * @throws IOException on a connection failure
+         */
+        public PerftestFormat.Report exchangeReports(PerftestFormat.Report mine) throws IOException {
+            long size = ByteBuffer.wrap(exchange(u64(mine.size()))).getLong();
+            long iters;
+            if (versionNumber(peerVersion) >= 5.33) {
+                iters = ByteBuffer.wrap(exchange(u64(mine.iters()))).getLong();
+            } else {
+                iters = ByteBuffer.wrap(exchange(u32((int) mine.iters()))).getInt() & 0xFFFFFFFFL;
+            }
+            double peak = ByteBuffer.wrap(exchange(f64(mine.bwPeak()))).getDouble();
+            double avg = ByteBuffer.wrap(exchange(f64(mine.bwAvg()))).getDouble();
+            double rate = ByteBuffer.wrap(exchange(f64(mine.msgRateMpps()))).getDouble();
+            return new PerftestFormat.Report(size, iters, peak, avg, rate);
+        }
+
+        @Override
+        public void close() throws IOException {
+            socket.close();
+        }
+
+        @Override
+        public String toString() {
+            return (client ? "client " : "server ") + socket.getLocalSocketAddress() + " <-> "
+                    + socket.getRemoteSocketAddress() + ", peer version " + peerVersion;
+        }
+    }
+}
