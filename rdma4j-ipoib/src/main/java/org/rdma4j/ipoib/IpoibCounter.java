@@ -28,6 +28,8 @@ public enum IpoibCounter {
     TX_DROP_NO_ROUTE,
     /** TX drop: resolution queue full, neighbour table full, or resolution failed. */
     TX_DROP_UNRESOLVED,
+    /** TX drop: the device could not DMA-map the send buffer (IOMMU window or bounce pool full). */
+    TX_DROP_DMA,
     /** TX drop: send ring full for longer than the wait bound. */
     TX_DROP_RING_FULL,
     /** Send work requests refused by the QP or completed in error. */

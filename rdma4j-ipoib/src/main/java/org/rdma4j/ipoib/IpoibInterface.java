@@ -10,24 +10,22 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.EnumSet;
 import java.util.List;
-import java.util.Set;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 
 import org.rdma4j.common.NanoClock;
-import org.rdma4j.verbs.AccessFlag;
 import org.rdma4j.verbs.AddressHandle;
 import org.rdma4j.verbs.AhAttributes;
 import org.rdma4j.verbs.CompletionChannel;
 import org.rdma4j.verbs.CompletionQueue;
 import org.rdma4j.verbs.Context;
 import org.rdma4j.verbs.Device;
+import org.rdma4j.verbs.Dma;
+import org.rdma4j.verbs.DmaDirection;
 import org.rdma4j.verbs.Errno;
 import org.rdma4j.verbs.Gid;
-import org.rdma4j.verbs.MemoryRegion;
 import org.rdma4j.verbs.ProtectionDomain;
 import org.rdma4j.verbs.QpAttributes;
 import org.rdma4j.verbs.QpCapabilities;
@@ -128,7 +126,13 @@ public final class IpoibInterface implements AutoCloseable {
 
     // receive ring
     private int rxSlot;
-    private MemoryRegion rxMr;
+    private Dma dma;
+    private int dmaLkey;
+    private MemorySegment rxRing;
+    /** Each receive slot (GRH area, header, MTU) and its DMA address: mapped FROM_DEVICE once, for the ring's life. */
+    private MemorySegment[] rxSlots;
+    private long[] rxDma;
+    private int rxMapped;
     private RecvWorkRequest[] rxWrs;
     /** Each receive slot's IP payload (after GRH and header), made once so the data path slices nothing. */
     private MemorySegment[] rxPayload;
@@ -136,12 +140,17 @@ public final class IpoibInterface implements AutoCloseable {
     private final WorkCompletion[] rxWcs = newWcs(POLL_BATCH);
     // send rings (lock)
     private int txSlot;
-    private MemoryRegion txMr;
+    private MemorySegment txRing;
+    /** Each send slot (header + MTU) and its DMA address while a send from it is outstanding. */
+    private MemorySegment[] txSlots;
+    private long[] txDma;
     /** Each send slot's IP payload (after the header), where the TUN read puts the packet. */
     private MemorySegment[] txPayload;
     private long txPosted;
     private long txDone;
-    private MemoryRegion ctlMr;
+    private MemorySegment ctlRing;
+    private MemorySegment[] ctlSlots;
+    private long[] ctlDma;
     private long ctlPosted;
     private long ctlDone;
     private final SendWorkRequest swr = new SendWorkRequest(1);
@@ -248,12 +257,30 @@ public final class IpoibInterface implements AutoCloseable {
         attached = true;
         broadcastAh = track(pd.createAh(av(broadcast)));
 
-        Set<AccessFlag> lw = EnumSet.of(AccessFlag.LOCAL_WRITE);
+        // packet buffers are not registered: they are DMA-mapped per I/O through the device (the receive
+        // ring once, as Linux IPoIB keeps its rx ring mapped; each send at post, unmapped on completion)
+        dma = ctx.dma();
+        dmaLkey = pd.localDmaLkey();
         rxSlot = align(Ipoib.GRH_BYTES + Ipoib.HEADER_BYTES + mtu, 64);
-        rxMr = track(pd.regMr(arena.allocate((long) rxSlot * RX_RING, 4096), lw));
+        rxRing = arena.allocate((long) rxSlot * RX_RING, 4096);
         txSlot = align(Ipoib.HEADER_BYTES + mtu, 64);
-        txMr = track(pd.regMr(arena.allocate((long) txSlot * TX_RING, 4096), lw));
-        ctlMr = track(pd.regMr(arena.allocate((long) txSlot * CTL_RING, 4096), lw));
+        txRing = arena.allocate((long) txSlot * TX_RING, 4096);
+        ctlRing = arena.allocate((long) txSlot * CTL_RING, 4096);
+        txSlots = slots(txRing, TX_RING, txSlot, Ipoib.HEADER_BYTES + mtu);
+        txDma = new long[TX_RING];
+        ctlSlots = slots(ctlRing, CTL_RING, txSlot, Ipoib.HEADER_BYTES + mtu);
+        ctlDma = new long[CTL_RING];
+        rxSlots = slots(rxRing, RX_RING, rxSlot, Ipoib.GRH_BYTES + Ipoib.HEADER_BYTES + mtu);
+        rxDma = new long[RX_RING];
+        for (int k = 0; k < RX_RING; k++) {
+            long a = dma.map(rxSlots[k], DmaDirection.FROM_DEVICE);
+            if (dma.mappingError(a)) {
+                throw new VerbsException(Errno.ENOMEM, "cannot DMA-map receive buffer " + k + " of " + RX_RING
+                        + " (IOMMU window or bounce pool too small for the ring)");
+            }
+            rxDma[k] = a;
+            rxMapped = k + 1;
+        }
         pendingPool = arena.allocate((long) mtu * PENDING_BUFFERS, 64);
         for (int k = 0; k < PENDING_BUFFERS; k++) {
             pendingFree[k] = k;
@@ -263,16 +290,16 @@ public final class IpoibInterface implements AutoCloseable {
 
         txPayload = new MemorySegment[TX_RING];
         for (int k = 0; k < TX_RING; k++) {
-            txPayload[k] = txMr.segment().asSlice((long) k * txSlot + Ipoib.HEADER_BYTES, mtu);
+            txPayload[k] = txRing.asSlice((long) k * txSlot + Ipoib.HEADER_BYTES, mtu);
         }
         rxPayload = new MemorySegment[RX_RING];
         for (int k = 0; k < RX_RING; k++) {
-            rxPayload[k] = rxMr.segment().asSlice((long) k * rxSlot + Ipoib.GRH_BYTES + Ipoib.HEADER_BYTES, mtu);
+            rxPayload[k] = rxRing.asSlice((long) k * rxSlot + Ipoib.GRH_BYTES + Ipoib.HEADER_BYTES, mtu);
         }
         rxWrs = new RecvWorkRequest[RX_RING];
         for (int k = 0; k < RX_RING; k++) {
-            rxWrs[k] = new RecvWorkRequest(1).wrId(k).singleSge(rxMr.address() + (long) k * rxSlot,
-                    Ipoib.GRH_BYTES + Ipoib.HEADER_BYTES + mtu, rxMr.lkey());
+            rxWrs[k] = new RecvWorkRequest(1).wrId(k).numSge(1);
+            rxWrs[k].sge(0).dma(rxDma[k], Ipoib.GRH_BYTES + Ipoib.HEADER_BYTES + mtu, dmaLkey, rxSlots[k]);
         }
         int posted = qp.postRecv(rxWrs, RX_RING);
         if (posted != RX_RING) {
@@ -334,6 +361,14 @@ public final class IpoibInterface implements AutoCloseable {
     private <T extends AutoCloseable> T track(T r) {
         resources.add(r);
         return r;
+    }
+
+    private static MemorySegment[] slots(MemorySegment ring, int n, int stride, int size) {
+        MemorySegment[] out = new MemorySegment[n];
+        for (int k = 0; k < n; k++) {
+            out[k] = ring.asSlice((long) k * stride, size);
+        }
+        return out;
     }
 
     private static int align(int v, int a) {
@@ -428,7 +463,7 @@ public final class IpoibInterface implements AutoCloseable {
                 }
                 // only this thread posts to the data ring, so slot seq stays ours until we post it
                 int slot = (int) (seq % TX_RING);
-                MemorySegment ring = txMr.segment();
+                MemorySegment ring = txRing;
                 long base = (long) slot * txSlot;
                 int n = tun.read(txPayload[slot], IDLE_WAIT_MS);
                 if (n < 0) {
@@ -528,17 +563,25 @@ public final class IpoibInterface implements AutoCloseable {
 
     /** Posts data-ring slot {@code txPosted} (lock held; the packet is already in it). */
     private void postData(long base, int n, AddressHandle ah, int qpn) {
-        MemorySegment ring = txMr.segment();
-        Ipoib.writeHeader(ring, base, Ipoib.TYPE_IPV4);
+        Ipoib.writeHeader(txRing, base, Ipoib.TYPE_IPV4);
         long seq = txPosted;
+        int slot = (int) (seq % TX_RING);
+        // map after the CPU wrote the packet (the device may copy it at map time: bounce buffers)
+        long a = dma.map(txSlots[slot], DmaDirection.TO_DEVICE);
+        if (dma.mappingError(a)) {
+            count(IpoibCounter.TX_DROP_DMA);
+            return;
+        }
         boolean signal = (seq % SIGNAL_EVERY) == SIGNAL_EVERY - 1;
-        swr.clear().wrId(seq + 1).opcode(WrOpcode.SEND).sendFlags(signal ? SendFlags.SIGNALED : 0)
-                .singleSge(txMr.address() + base, Ipoib.HEADER_BYTES + n, txMr.lkey())
+        swr.clear().wrId(seq + 1).opcode(WrOpcode.SEND).sendFlags(signal ? SendFlags.SIGNALED : 0).numSge(1)
                 .ah(ah).remoteQpn(qpn).remoteQkey(cfg.qkey());
+        swr.sge(0).dma(a, Ipoib.HEADER_BYTES + n, dmaLkey, txSlots[slot]);
         if (!qp.postSend(swr)) {
+            dma.unmap(a, txSlots[slot].byteSize(), DmaDirection.TO_DEVICE);
             count(IpoibCounter.TX_ERRORS);
             return;
         }
+        txDma[slot] = a;
         txPosted = seq + 1;
         count(IpoibCounter.TX_PACKETS);
         add(IpoibCounter.TX_BYTES, n);
@@ -558,15 +601,23 @@ public final class IpoibInterface implements AutoCloseable {
     }
 
     private boolean postCtl(long base, int type, int len, AddressHandle ah, int qpn) {
-        Ipoib.writeHeader(ctlMr.segment(), base, type);
+        Ipoib.writeHeader(ctlRing, base, type);
         long seq = ctlPosted;
-        swr.clear().wrId(CTL_BIT | (seq + 1)).opcode(WrOpcode.SEND).sendFlags(SendFlags.SIGNALED)
-                .singleSge(ctlMr.address() + base, Ipoib.HEADER_BYTES + len, ctlMr.lkey())
+        int slot = (int) (seq % CTL_RING);
+        long a = dma.map(ctlSlots[slot], DmaDirection.TO_DEVICE);
+        if (dma.mappingError(a)) {
+            count(IpoibCounter.TX_DROP_DMA);
+            return false;
+        }
+        swr.clear().wrId(CTL_BIT | (seq + 1)).opcode(WrOpcode.SEND).sendFlags(SendFlags.SIGNALED).numSge(1)
                 .ah(ah).remoteQpn(qpn).remoteQkey(cfg.qkey());
+        swr.sge(0).dma(a, Ipoib.HEADER_BYTES + len, dmaLkey, ctlSlots[slot]);
         if (!qp.postSend(swr)) {
+            dma.unmap(a, ctlSlots[slot].byteSize(), DmaDirection.TO_DEVICE);
             count(IpoibCounter.TX_ERRORS);
             return false;
         }
+        ctlDma[slot] = a;
         ctlPosted = seq + 1;
         return true;
     }
@@ -578,7 +629,7 @@ public final class IpoibInterface implements AutoCloseable {
             count(IpoibCounter.TX_DROP_RING_FULL);
             return;
         }
-        ctlArp.wrap(ctlMr.segment(), base + Ipoib.HEADER_BYTES).write(op, self, ip, tha, tpa);
+        ctlArp.wrap(ctlRing, base + Ipoib.HEADER_BYTES).write(op, self, ip, tha, tpa);
         if (postCtl(base, Ipoib.TYPE_ARP, ArpPacket.BYTES, ah, qpn)) {
             count(op == ArpPacket.OP_REQUEST ? IpoibCounter.ARP_REQUESTS_SENT : IpoibCounter.ARP_REPLIES_SENT);
         }
@@ -593,9 +644,18 @@ public final class IpoibInterface implements AutoCloseable {
                 count(IpoibCounter.TX_ERRORS);
             }
             long id = wc.wrId();
+            // a UD send queue completes in order: every send up to this one is done, unmap them all
             if ((id & CTL_BIT) != 0) {
+                for (long q = ctlDone; q < (id & ~CTL_BIT); q++) {
+                    int slot = (int) (q % CTL_RING);
+                    dma.unmap(ctlDma[slot], ctlSlots[slot].byteSize(), DmaDirection.TO_DEVICE);
+                }
                 ctlDone = Math.max(ctlDone, id & ~CTL_BIT);
             } else {
+                for (long q = txDone; q < id; q++) {
+                    int slot = (int) (q % TX_RING);
+                    dma.unmap(txDma[slot], txSlots[slot].byteSize(), DmaDirection.TO_DEVICE);
+                }
                 txDone = Math.max(txDone, id);
             }
         }
@@ -647,11 +707,14 @@ public final class IpoibInterface implements AutoCloseable {
                     if (wc.status() == WcStatus.WR_FLUSH_ERR && !running) {
                         continue;
                     }
+                    long size = rxSlots[slot].byteSize();
                     if (wc.status() != WcStatus.SUCCESS) {
                         count(IpoibCounter.RX_ERRORS);
                     } else {
+                        dma.syncForCpu(rxDma[slot], size, DmaDirection.FROM_DEVICE); // see what the device wrote
                         receive(slot, wc);
                     }
+                    dma.syncForDevice(rxDma[slot], size, DmaDirection.FROM_DEVICE); // the device owns it again
                     refill[k++] = rxWrs[slot];
                 }
                 if (k > 0 && running) {
@@ -670,7 +733,7 @@ public final class IpoibInterface implements AutoCloseable {
     }
 
     private void receive(int slot, WorkCompletion wc) throws IOException {
-        MemorySegment ring = rxMr.segment();
+        MemorySegment ring = rxRing;
         long base = (long) slot * rxSlot;
         int len = wc.byteLen();
         if (len < Ipoib.GRH_BYTES + Ipoib.HEADER_BYTES || len > Ipoib.GRH_BYTES + Ipoib.HEADER_BYTES + mtu) {
@@ -779,7 +842,7 @@ public final class IpoibInterface implements AutoCloseable {
             if (base < 0) {
                 count(IpoibCounter.TX_DROP_RING_FULL);
             } else {
-                MemorySegment.copy(pendingPool, (long) b * mtu, ctlMr.segment(), base + Ipoib.HEADER_BYTES, n);
+                MemorySegment.copy(pendingPool, (long) b * mtu, ctlRing, base + Ipoib.HEADER_BYTES, n);
                 if (postCtl(base, Ipoib.TYPE_IPV4, n, ah, sha.qpn())) {
                     count(IpoibCounter.TX_PACKETS);
                     add(IpoibCounter.TX_BYTES, n);
@@ -865,6 +928,23 @@ public final class IpoibInterface implements AutoCloseable {
             }
         }
         resources.clear();
+        if (dma != null) {
+            // the QP is gone: unmap what the device still held (sends not yet reaped, the receive ring)
+            for (long q = txDone; q < txPosted; q++) {
+                int slot = (int) (q % TX_RING);
+                dma.unmap(txDma[slot], txSlots[slot].byteSize(), DmaDirection.TO_DEVICE);
+            }
+            for (long q = ctlDone; q < ctlPosted; q++) {
+                int slot = (int) (q % CTL_RING);
+                dma.unmap(ctlDma[slot], ctlSlots[slot].byteSize(), DmaDirection.TO_DEVICE);
+            }
+            for (int k = 0; k < rxMapped; k++) {
+                dma.unmap(rxDma[k], rxSlots[k].byteSize(), DmaDirection.FROM_DEVICE);
+            }
+            txDone = txPosted;
+            ctlDone = ctlPosted;
+            rxMapped = 0;
+        }
         if (ctx != null) {
             try {
                 ctx.close(); // refuses (EBUSY) if anything above leaked

@@ -18,6 +18,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.rdma4j.common.ManualClock;
+import org.rdma4j.dma.DmaChecker;
+import org.rdma4j.dma.DmaConfig;
 import org.rdma4j.soft.SoftDevice;
 import org.rdma4j.soft.SoftFabric;
 import org.rdma4j.verbs.Context;
@@ -25,7 +27,9 @@ import org.rdma4j.verbs.Context;
 /**
  * Two IPoIB interfaces on the soft device's in-process fabric (IB-style GIDs, so the RFC 4391 broadcast
  * GID ff12:401b:ffff::ffff:ffff itself), each with an in-memory port for the IP side: no root needed.
- * Neighbour aging runs on a manual clock the test advances.
+ * Neighbour aging runs on a manual clock the test advances. The devices reach memory as
+ * {@link #dmaConfig()} says, with the DMA checker on: a test fails if the checker reports any misuse or a
+ * mapping outlives the interface. Subclasses run the same tests through an IOMMU and bounce buffers.
  */
 class IpoibInProcessTest {
     private static final long S = 1_000_000_000L;
@@ -40,11 +44,16 @@ class IpoibInProcessTest {
     private IpoibInterface a;
     private IpoibInterface b;
 
+    /** @return how the devices reach memory (virtual here), always with the checker on */
+    DmaConfig dmaConfig() {
+        return DmaConfig.virtual();
+    }
+
     @BeforeEach
     void start() throws Exception {
         fabric = new SoftFabric(clock);
-        devA = fabric.addDevice("soft0");
-        devB = fabric.addDevice("soft1");
+        devA = fabric.addDevice("soft0", dmaConfig().withChecker(true));
+        devB = fabric.addDevice("soft1", dmaConfig().withChecker(true));
         a = IpoibInterface.start(devA, config("10.200.0.1"), portA, logA::add);
         b = IpoibInterface.start(devB, config("10.200.0.2"), portB, logB::add);
     }
@@ -61,6 +70,13 @@ class IpoibInProcessTest {
         }
         if (b != null) {
             b.close();
+        }
+        for (SoftDevice d : fabric.devices()) {
+            DmaChecker c = d.dma().checker();
+            if (c != null) {
+                assertEquals(List.of(), c.reports(), d.name() + ": DMA checker reports");
+                assertEquals(0, c.liveMappings(), d.name() + ": mappings left after close");
+            }
         }
         fabric.close();
         assertTrue(logA.stream().noneMatch(l -> l.startsWith("ipoib: close:")), "A released everything: " + logA);
