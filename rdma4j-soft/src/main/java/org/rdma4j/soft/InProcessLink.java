@@ -1,5 +1,7 @@
 package org.rdma4j.soft;
 
+import java.util.List;
+
 /**
  * The in-process link: a packet is handed to the destination device of the same {@link SoftFabric}
  * as the object itself, in the sender's call. The payload still refers to the sender's memory, so
@@ -16,6 +18,18 @@ final class InProcessLink implements Link {
     @Override
     public void send(SoftDevice from, Packet p) {
         SoftDevice to = p.route;
+        if (to == null && p.dgid != null && p.dgid.isMulticast()) {
+            // every device of the fabric sees the group's packet, the sender's too; each delivers it to the
+            // QPs it has attached (rxe_rcv_mcast_pkt) or counts it dropped
+            List<SoftDevice> all = fabric.deviceList();
+            for (int i = 0; i < all.size(); i++) {
+                SoftDevice d = all.get(i);
+                if (d.portActive()) {
+                    d.receive(p);
+                }
+            }
+            return;
+        }
         if (to == null) {
             to = fabric.deviceFor(p.dgid);
         }

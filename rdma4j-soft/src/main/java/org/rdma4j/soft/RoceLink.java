@@ -54,6 +54,8 @@ final class RoceLink implements Link {
     private final Link local;
     private final RoceConfig config;
     private final List<Endpoint> endpoints = new ArrayList<>();
+    /** Multicast groups joined, one receiving socket each (engine lock for writes). */
+    private final java.util.Map<Gid, Endpoint> groups = new java.util.concurrent.ConcurrentHashMap<>();
     private final Endpoint v4;
     private final Endpoint v6;
 
@@ -79,18 +81,37 @@ final class RoceLink implements Link {
         int trafficClass;
 
         Endpoint(InetAddress address) throws IOException {
+            this(address, null);
+        }
+
+        /**
+         * @param address the device's address, or a multicast group
+         * @param iface   for a group: the device's address whose interface joins it; null for a unicast
+         *                endpoint
+         */
+        Endpoint(InetAddress address, InetAddress iface) throws IOException {
             this.address = address;
             this.gid = Gid.ofInetAddress(address);
             this.ipv6 = !(address instanceof Inet4Address);
-            this.socket = UdpSocket.open(address, config.udpPort());
-            if (ipv6) {
-                socket.setZeroChecksumReceive(true); // rxe sends IPv6 UDP with checksum 0
-                socket.setZeroChecksumSend(true);
+            this.socket = iface == null ? UdpSocket.open(address, config.udpPort())
+                    : UdpSocket.openGroup(address, config.udpPort(), iface);
+            try {
+                if (ipv6) {
+                    socket.setZeroChecksumReceive(true); // rxe sends IPv6 UDP with checksum 0
+                    socket.setZeroChecksumSend(true);
+                }
+                if (iface == null) {
+                    // multicast sends leave from the device's interface, not wherever the group's route points
+                    socket.setMulticastInterface(address);
+                }
+                socket.setBufferSizesForced(8 << 20, 4 << 20);
+                socket.setReceiveTimeout(RX_POLL_MS);
+            } catch (IOException | RuntimeException e) {
+                socket.close();
+                throw e;
             }
-            socket.setBufferSizesForced(8 << 20, 4 << 20);
-            socket.setReceiveTimeout(RX_POLL_MS);
-            this.agent = Thread.ofPlatform().daemon().name("rdma4j-roce-rx-" + device.name() + (ipv6 ? "-v6" : "-v4"))
-                    .unstarted(this);
+            this.agent = Thread.ofPlatform().daemon().name("rdma4j-roce-rx-" + device.name()
+                    + (iface != null ? "-mc-" + address.getHostAddress() : ipv6 ? "-v6" : "-v4")).unstarted(this);
         }
 
         // Receive state, guarded by rxLock: whoever holds it receives and dispatches, so datagrams are
@@ -215,7 +236,51 @@ final class RoceLink implements Link {
         for (int i = 0; i < endpoints.size(); i++) {
             got |= endpoints.get(i).poll();
         }
+        for (Endpoint g : groups.values()) {
+            got |= g.poll();
+        }
         return got;
+    }
+
+    /**
+     * Joins the IP multicast group a multicast GID stands for, as RoCEv2 maps groups (the GID is the IPv6
+     * address, or ::ffff:a.b.c.d for an IPv4 group: rdma_cm cma_iboe_set_mgid; rxe_mcast_add programs the
+     * matching Ethernet multicast address on the netdev). A socket bound to the group and the UDP port
+     * receives the group's datagrams; it is joined on the interface of the device's address of the same
+     * family. Engine lock held (called on the first attach of the device to the group).
+     *
+     * @throws VerbsException EINVAL if the device has no address of the group's family, EADDRNOTAVAIL if the
+     *                        socket cannot be bound or joined
+     */
+    void joinGroup(Gid mgid) {
+        if (groups.containsKey(mgid)) {
+            return;
+        }
+        Endpoint on = mgid.isIpv4Mapped() ? v4 : v6;
+        if (on == null) {
+            throw new VerbsException(Errno.EINVAL, "device " + device.name() + " has no " + (mgid.isIpv4Mapped()
+                    ? "IPv4" : "IPv6") + " address to join multicast group " + mgid + " on (RoCEv2 carries a group"
+                    + " in IP of the GID's family: use ::ffff:239.x.y.z on an IPv4 device)");
+        }
+        Endpoint g;
+        try {
+            g = new Endpoint(mgid.toInetAddress(), on.address);
+        } catch (IOException e) {
+            throw new VerbsException(Errno.EADDRNOTAVAIL, "device " + device.name() + " cannot join multicast group "
+                    + mgid + " on " + on.address.getHostAddress() + " port " + config.udpPort() + ": " + e.getMessage());
+        }
+        groups.put(mgid, g);
+        if (!closed) {
+            g.agent.start();
+        }
+    }
+
+    /** Leaves a group joined by {@link #joinGroup} (last detach). Engine lock held. */
+    void leaveGroup(Gid mgid) {
+        Endpoint g = groups.remove(mgid);
+        if (g != null) {
+            g.socket.close(); // its agent sees the closed socket and ends
+        }
     }
 
     RoceLink(SoftDevice device, Link local, RoceConfig config) {
@@ -397,10 +462,12 @@ final class RoceLink implements Link {
     @Override
     public void close() {
         closed = true;
-        for (Endpoint e : endpoints) {
+        List<Endpoint> all = new ArrayList<>(endpoints);
+        all.addAll(groups.values());
+        for (Endpoint e : all) {
             e.socket.close();
         }
-        for (Endpoint e : endpoints) {
+        for (Endpoint e : all) {
             if (e.agent.isAlive() && e.agent != Thread.currentThread()) {
                 try {
                     e.agent.join(2_000);

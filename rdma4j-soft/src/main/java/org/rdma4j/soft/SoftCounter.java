@@ -33,6 +33,11 @@ public enum SoftCounter {
     /** Packets dropped: no device with the destination GID, or port down. */
     DROP_NO_ROUTE,
     /**
+     * Multicast packets dropped: no QP of this device is attached to the group, or the packet has no
+     * multicast destination GID (rxe_rcv_mcast_pkt "mcast group not registered", hdr_check).
+     */
+    DROP_NO_MCAST_GROUP,
+    /**
      * Packets discarded for a bad ICRC (rxe_icrc_check). In-process packets carry no ICRC: there it
      * counts the corruption the fault-injecting link injects.
      */

@@ -35,6 +35,10 @@ public final class SoftDevice implements Device {
     static final int MAX_INLINE = 512;
     static final int MAX_RD_ATOMIC = 128;
     static final int FIRST_QPN = 0x11;
+    /** rxe RXE_MAX_MCAST_GRP: multicast groups per device. */
+    static final int MAX_MCAST_GRP = 8_192;
+    /** rxe RXE_MAX_MCAST_QP_ATTACH: QPs per multicast group. */
+    static final int MAX_MCAST_QP_ATTACH = 56;
     /** The PD's local DMA L_Key (rdmavt uses 0 for its DMA MR too); MR keys start at 0x100. */
     static final int LOCAL_DMA_LKEY = 0;
 
@@ -64,6 +68,8 @@ public final class SoftDevice implements Device {
     private final SplittableRandom keyVariants;
     private final SoftQp[] qps = new SoftQp[MAX_QP + FIRST_QPN];
     private int nextQpn = FIRST_QPN;
+    /** Multicast groups joined by QPs of this device (rxe_mcast.c mcg tree): engine lock. */
+    private final java.util.Map<Gid, SoftQp[]> mcgs = new java.util.HashMap<>();
     /** Where this device's engine sends packets (engine lock for writes; see {@link #link(Link)}). */
     Link link;
 
@@ -315,6 +321,88 @@ public final class SoftDevice implements Device {
         qps[qpn] = null;
     }
 
+    // ---- multicast groups (rxe_mcast.c); engine lock held ----
+
+    /**
+     * Attaches a QP to a group (rxe_attach_mcast): a no-op if it already is; the first QP of a group makes
+     * a RoCE device join the IP group, so the network delivers the group's datagrams to it.
+     */
+    void attachMcast(SoftQp qp, Gid mgid) {
+        SoftQp[] members = mcgs.get(mgid);
+        if (members == null) {
+            if (mcgs.size() >= MAX_MCAST_GRP) {
+                throw new VerbsException(Errno.ENOMEM, "device " + name + " has " + MAX_MCAST_GRP
+                        + " multicast groups already (rxe RXE_MAX_MCAST_GRP); detach some first");
+            }
+            RoceLink r = roce;
+            if (r != null) {
+                r.joinGroup(mgid);
+            }
+            mcgs.put(mgid, new SoftQp[] {qp});
+            return;
+        }
+        for (SoftQp m : members) {
+            if (m == qp) {
+                return; // rxe_attach_mcg: already a member
+            }
+        }
+        if (members.length >= MAX_MCAST_QP_ATTACH) {
+            throw new VerbsException(Errno.ENOMEM, "multicast group " + mgid + " has " + MAX_MCAST_QP_ATTACH
+                    + " QPs attached already (rxe RXE_MAX_MCAST_QP_ATTACH)");
+        }
+        SoftQp[] grown = Arrays.copyOf(members, members.length + 1);
+        grown[members.length] = qp;
+        mcgs.put(mgid, grown);
+    }
+
+    /** Detaches a QP (rxe_detach_mcast); the last one out leaves the IP group. */
+    void detachMcast(SoftQp qp, Gid mgid) {
+        SoftQp[] members = mcgs.get(mgid);
+        int at = -1;
+        for (int i = 0; members != null && i < members.length; i++) {
+            if (members[i] == qp) {
+                at = i;
+            }
+        }
+        if (at < 0) {
+            throw new VerbsException(Errno.EINVAL, "QP " + qp.qpn + " is not attached to multicast group " + mgid
+                    + " (rxe_detach_mcg)");
+        }
+        if (members.length == 1) {
+            mcgs.remove(mgid);
+            RoceLink r = roce;
+            if (r != null) {
+                r.leaveGroup(mgid);
+            }
+            return;
+        }
+        SoftQp[] shrunk = new SoftQp[members.length - 1];
+        System.arraycopy(members, 0, shrunk, 0, at);
+        System.arraycopy(members, at + 1, shrunk, at, members.length - at - 1);
+        mcgs.put(mgid, shrunk);
+    }
+
+    /**
+     * A packet to the multicast QPN (rxe_rcv_mcast_pkt): every QP attached to the destination group gets
+     * it, each checked as a unicast target would be (transport type and state here, Q_Key in the
+     * responder). The sender's own QP is not excluded: rxe delivers to every list member, and IPoIB
+     * drops the copies of its own packets itself (ipoib_ib_handle_rx_wc).
+     */
+    private void receiveMcast(Packet p) {
+        SoftQp[] members = p.dgid != null && p.dgid.isMulticast() ? mcgs.get(p.dgid) : null;
+        if (members == null) {
+            count(SoftCounter.DROP_NO_MCAST_GROUP);
+            return;
+        }
+        if ((p.opcode & 0xE0) != Opcodes.UD || (p.mask() & Opcodes.M_REQ) == 0) {
+            count(SoftCounter.DROP_BAD_STATE); // rxe check_type_state: multicast is UD only
+            return;
+        }
+        for (SoftQp qp : members) {
+            qp.responder.onRequest(p); // state and Q_Key checked per member (rxe check_type_state, check_keys)
+        }
+    }
+
     /**
      * Attaches the device to another link (a RoCEv2 one, or a decorator of the current one).
      *
@@ -348,6 +436,10 @@ public final class SoftDevice implements Device {
             return;
         }
         int qpn = p.destQpn;
+        if (qpn == org.rdma4j.verbs.QueuePair.MULTICAST_QPN) {
+            receiveMcast(p);
+            return;
+        }
         SoftQp qp = qpn > 0 && qpn < qps.length ? qps[qpn] : null;
         if (qp == null) {
             count(SoftCounter.DROP_NO_QP);

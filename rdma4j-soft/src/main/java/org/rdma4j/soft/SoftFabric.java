@@ -136,6 +136,11 @@ public final class SoftFabric implements AutoCloseable {
         return List.copyOf(devices);
     }
 
+    /** @return the live device list, not copied (multicast fan-out on the engine's path; do not modify) */
+    List<SoftDevice> deviceList() {
+        return devices;
+    }
+
     /** @return whether messages are cut at the path MTU */
     public boolean segmentsAtMtu() {
         return segmentAtMtu;

@@ -731,6 +731,50 @@ final class SoftQp extends SoftResource implements QueuePair {
         return true;
     }
 
+    // ------------------------------------------------------------------ multicast
+
+    /** Groups this QP is attached to: engine lock. */
+    private final java.util.List<Gid> mcastGroups = new java.util.ArrayList<>(2);
+
+    @Override
+    public void attachMcast(Gid mgid, int mlid) {
+        checkMcast(mgid, "attach");
+        fabric.lockEngine();
+        try {
+            checkNotClosed();
+            device.attachMcast(this, mgid);
+            if (!mcastGroups.contains(mgid)) {
+                mcastGroups.add(mgid);
+            }
+        } finally {
+            fabric.engine.unlock();
+        }
+    }
+
+    @Override
+    public void detachMcast(Gid mgid, int mlid) {
+        checkMcast(mgid, "detach");
+        fabric.lockEngine();
+        try {
+            checkNotClosed();
+            device.detachMcast(this, mgid);
+            mcastGroups.remove(mgid);
+        } finally {
+            fabric.engine.unlock();
+        }
+    }
+
+    private void checkMcast(Gid mgid, String what) {
+        // ib_attach_mcast / ib_detach_mcast: UD QPs and multicast GIDs only
+        if (type != QpType.UD) {
+            throw new VerbsException(Errno.EINVAL, "cannot " + what + " multicast on a " + type
+                    + " QP: only UD QPs join multicast groups (ib_attach_mcast)");
+        }
+        if (mgid == null || !mgid.isMulticast()) {
+            throw new VerbsException(Errno.EINVAL, mgid + " is not a multicast GID (ff00::/8 or ::ffff:224.0.0.0/4)");
+        }
+    }
+
     // ------------------------------------------------------------------ destroy
 
     @Override
@@ -740,6 +784,11 @@ final class SoftQp extends SoftResource implements QueuePair {
         }
         fabric.lockEngine();
         try {
+            if (!mcastGroups.isEmpty()) {
+                // ib_destroy_qp_user: a QP with attached groups is busy (ib_attach_mcast raised its usecnt)
+                throw new VerbsException(Errno.EBUSY, "QP " + qpn + " is still attached to multicast group(s) "
+                        + mcastGroups + "; detach them first");
+            }
             closed = true;
             state = QpState.RESET;
             retransDeadline = 0;

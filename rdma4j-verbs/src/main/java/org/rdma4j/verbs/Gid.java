@@ -57,6 +57,17 @@ public record Gid(long hi, long lo) {
         return hi == 0 && (lo >>> 32) == 0xFFFF;
     }
 
+    /**
+     * @return whether this is a multicast GID: ff00::/8, or an IPv4-mapped address in 224.0.0.0/4 (the
+     *     kernel's rdma_is_multicast_addr, which RoCEv2 uses for IPv4 multicast groups)
+     */
+    public boolean isMulticast() {
+        if ((hi >>> 56) == 0xFF) {
+            return true;
+        }
+        return isIpv4Mapped() && ((lo >>> 28) & 0xF) == 0xE;
+    }
+
     /** @return the IP address this RoCEv2 GID stands for */
     public InetAddress toInetAddress() {
         try {

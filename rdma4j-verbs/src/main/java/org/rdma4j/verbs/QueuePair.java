@@ -5,6 +5,9 @@ package org.rdma4j.verbs;
  * data path returns counts and completion statuses.
  */
 public interface QueuePair extends AutoCloseable {
+    /** The destination QP number of a multicast send (IB_MULTICAST_QPN; rxe_rcv takes it as "deliver to the group"). */
+    int MULTICAST_QPN = 0xFF_FFFF;
+
     /** @return the QP number (24 bits) */
     int qpNum();
 
@@ -72,6 +75,30 @@ public interface QueuePair extends AutoCloseable {
         }
         return count;
     }
+
+    /**
+     * ibv_attach_mcast: makes this UD QP receive the packets sent to a multicast group (a send to the
+     * group GID with remote QPN {@link #MULTICAST_QPN}; every attached QP of every device that joined
+     * receives a copy, the sending QP included when it is attached, as rxe's rxe_rcv_mcast_pkt delivers
+     * to every QP on the group's list). A QP may join several groups; attaching twice is a no-op
+     * (rxe_attach_mcg). While attached, the QP cannot be destroyed (ib_destroy_qp_user: EBUSY).
+     *
+     * @param mgid a multicast GID: ff00::/8, or IPv4-mapped 224.0.0.0/4 (rdma_is_multicast_addr)
+     * @param mlid the multicast LID; ignored on RoCE ports (0)
+     * @throws VerbsException EINVAL if the QP is not UD or the GID is not multicast (ib_attach_mcast);
+     *                        ENOMEM when the device's group or attach limit is reached
+     */
+    void attachMcast(Gid mgid, int mlid);
+
+    /**
+     * ibv_detach_mcast: stops receiving a group's packets.
+     *
+     * @param mgid the group
+     * @param mlid the multicast LID (ignored on RoCE ports)
+     * @throws VerbsException EINVAL if the QP is not UD, the GID is not multicast, or the QP is not attached
+     *                        to that group (rxe_detach_mcg)
+     */
+    void detachMcast(Gid mgid, int mlid);
 
     /** ibv_destroy_qp. */
     @Override

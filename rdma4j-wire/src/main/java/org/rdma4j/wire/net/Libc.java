@@ -43,7 +43,15 @@ final class Libc {
     static final int IP_MTU_DISCOVER = 10;
     static final int IP_PMTUDISC_WANT = 1;
     static final int IP_PMTUDISC_DO = 2;
+    static final int IP_MULTICAST_IF = 32;
+    static final int IP_ADD_MEMBERSHIP = 35;
+    static final int IP_DROP_MEMBERSHIP = 36;
+    static final int IP_MULTICAST_ALL = 49;
     static final int IPV6_UNICAST_HOPS = 16;
+    static final int IPV6_MULTICAST_IF = 17;
+    static final int IPV6_JOIN_GROUP = 20;
+    static final int IPV6_LEAVE_GROUP = 21;
+    static final int IPV6_MULTICAST_ALL = 29;
     static final int IPV6_MTU_DISCOVER = 23;
     static final int IPV6_V6ONLY = 26;
     static final int IPV6_TCLASS = 67;

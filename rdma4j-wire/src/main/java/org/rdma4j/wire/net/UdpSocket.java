@@ -63,7 +63,7 @@ public final class UdpSocket implements AutoCloseable {
         this.optState = st;
         this.addrLen = arena.allocate(ValueLayout.JAVA_INT);
         this.pollFd = arena.allocate(8, 8);
-        this.optVal = arena.allocate(16, 8);
+        this.optVal = arena.allocate(32, 8);
         this.local = new SockAddr();
     }
 
@@ -128,6 +128,109 @@ public final class UdpSocket implements AutoCloseable {
             throw e;
         }
         return s;
+    }
+
+    /**
+     * Opens a socket that receives a multicast group's datagrams: {@code SO_REUSEADDR} (several devices of
+     * one host may join the same group), bound to {@code group:port} (a socket bound to a unicast address
+     * does not see multicast datagrams), {@code IP_MULTICAST_ALL} off (it receives only while it is itself
+     * a member), and joined to the group on the interface that owns {@code iface}
+     * ({@code IP_ADD_MEMBERSHIP} / {@code IPV6_JOIN_GROUP}).
+     *
+     * @param group a multicast address
+     * @param port  the UDP port
+     * @param iface a local address naming the interface to join on
+     * @return the bound, joined socket
+     * @throws IOException if a call fails, with its errno
+     */
+    public static UdpSocket openGroup(InetAddress group, int port, InetAddress iface) throws IOException {
+        if (!group.isMulticastAddress()) {
+            throw new IllegalArgumentException(group + " is not a multicast address");
+        }
+        SockAddr bindAddress = SockAddr.of(group, port);
+        boolean v6 = bindAddress.isIpv6();
+        Arena tmp = Arena.ofAuto();
+        MemorySegment st = Libc.newCallState(tmp);
+        int fd = Libc.socket(st, v6 ? Libc.AF_INET6 : Libc.AF_INET, Libc.SOCK_DGRAM | Libc.SOCK_CLOEXEC, Libc.IPPROTO_UDP);
+        if (fd < 0) {
+            throw Libc.error("socket(" + (v6 ? "AF_INET6" : "AF_INET") + ", SOCK_DGRAM)", st, "");
+        }
+        UdpSocket s = new UdpSocket(fd, v6, st);
+        try {
+            s.setInt(Libc.SOL_SOCKET, Libc.SO_REUSEADDR, 1, "SO_REUSEADDR");
+            // only the groups this socket joined: by default Linux gives a socket bound to a group address
+            // that group's datagrams whenever any socket of the host joined it on the interface
+            if (v6) {
+                s.setInt(Libc.IPPROTO_IPV6, Libc.IPV6_V6ONLY, 1, "IPV6_V6ONLY");
+                s.setInt(Libc.IPPROTO_IPV6, Libc.IPV6_MULTICAST_ALL, 0, "IPV6_MULTICAST_ALL");
+            } else {
+                s.setInt(Libc.IPPROTO_IP, Libc.IP_MULTICAST_ALL, 0, "IP_MULTICAST_ALL");
+            }
+            if (Libc.bind(st, fd, bindAddress.seg, bindAddress.length()) != 0) {
+                throw Libc.error("bind", st, bindAddress.toString());
+            }
+            s.local.set(bindAddress);
+            s.membership(group, iface, true);
+        } catch (IOException | RuntimeException e) {
+            s.close();
+            throw e;
+        }
+        return s;
+    }
+
+    /**
+     * Joins or leaves a multicast group on the interface owning {@code iface}.
+     *
+     * @param group multicast address, of this socket's family
+     * @param iface a local address of the interface
+     * @param join  true for IP_ADD_MEMBERSHIP / IPV6_JOIN_GROUP, false to drop it
+     * @throws IOException if setsockopt fails
+     */
+    public synchronized void membership(InetAddress group, InetAddress iface, boolean join) throws IOException {
+        byte[] g = group.getAddress();
+        if ((g.length == 16) != ipv6) {
+            throw new IllegalArgumentException(group + " is not of this socket's family");
+        }
+        optVal.fill((byte) 0);
+        if (!ipv6) {
+            // struct ip_mreq { struct in_addr imr_multiaddr; struct in_addr imr_interface; }
+            MemorySegment.copy(g, 0, optVal, ValueLayout.JAVA_BYTE, 0, 4);
+            MemorySegment.copy(iface.getAddress(), 0, optVal, ValueLayout.JAVA_BYTE, 4, 4);
+            setRaw(Libc.IPPROTO_IP, join ? Libc.IP_ADD_MEMBERSHIP : Libc.IP_DROP_MEMBERSHIP, 8,
+                    join ? "IP_ADD_MEMBERSHIP " + group : "IP_DROP_MEMBERSHIP " + group);
+        } else {
+            // struct ipv6_mreq { struct in6_addr ipv6mr_multiaddr; unsigned int ipv6mr_interface; }
+            MemorySegment.copy(g, 0, optVal, ValueLayout.JAVA_BYTE, 0, 16);
+            optVal.set(ValueLayout.JAVA_INT, 16, interfaceIndex(iface));
+            setRaw(Libc.IPPROTO_IPV6, join ? Libc.IPV6_JOIN_GROUP : Libc.IPV6_LEAVE_GROUP, 20,
+                    join ? "IPV6_JOIN_GROUP " + group : "IPV6_LEAVE_GROUP " + group);
+        }
+    }
+
+    /**
+     * Sends multicast datagrams out of the interface owning {@code iface} (IP_MULTICAST_IF /
+     * IPV6_MULTICAST_IF) rather than the one the routing table picks for the group.
+     *
+     * @param iface a local address of this socket's family
+     * @throws IOException if setsockopt fails
+     */
+    public synchronized void setMulticastInterface(InetAddress iface) throws IOException {
+        byte[] a = iface.getAddress();
+        if ((a.length == 16) != ipv6) {
+            throw new IllegalArgumentException(iface + " is not of this socket's family");
+        }
+        optVal.fill((byte) 0);
+        if (!ipv6) {
+            MemorySegment.copy(a, 0, optVal, ValueLayout.JAVA_BYTE, 0, 4); // struct in_addr
+            setRaw(Libc.IPPROTO_IP, Libc.IP_MULTICAST_IF, 4, "IP_MULTICAST_IF " + iface);
+        } else {
+            setInt(Libc.IPPROTO_IPV6, Libc.IPV6_MULTICAST_IF, interfaceIndex(iface), "IPV6_MULTICAST_IF " + iface);
+        }
+    }
+
+    private static int interfaceIndex(InetAddress iface) throws IOException {
+        java.net.NetworkInterface ni = java.net.NetworkInterface.getByInetAddress(iface);
+        return ni == null ? 0 : ni.getIndex(); // 0: the kernel picks by route
     }
 
     /** @return true for an AF_INET6 socket */

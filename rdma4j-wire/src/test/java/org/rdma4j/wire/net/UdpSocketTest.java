@@ -250,4 +250,40 @@ class UdpSocketTest {
             assertTrue(v6.getIntOption(Libc.SOL_SOCKET, Libc.SO_RCVBUF) > 0);
         }
     }
+
+    /**
+     * IPv4 multicast on loopback, as the RoCE link uses it: every socket bound to group:port and joined on
+     * lo gets a copy of a datagram sent out of lo; after leaving, a socket gets nothing more.
+     */
+    @Test
+    void groupSocketsReceiveMulticastUntilTheyLeave() throws IOException {
+        InetAddress lo = InetAddress.getByName("127.0.0.1");
+        InetAddress group = InetAddress.getByName("239.77.1.1");
+        try (UdpSocket tx = UdpSocket.open(lo, 0)) {
+            tx.setMulticastInterface(lo);
+            int port;
+            try (UdpSocket probe = UdpSocket.open(lo, 0)) {
+                port = probe.localPort();
+            }
+            try (UdpSocket g1 = UdpSocket.openGroup(group, port, lo); UdpSocket g2 = UdpSocket.openGroup(group, port, lo)) {
+                g1.setReceiveTimeout(2_000);
+                g2.setReceiveTimeout(2_000);
+                MemorySegment data = bytes(64, 3);
+                SockAddr to = SockAddr.of(group, port);
+                assertEquals(64, tx.send(data, to));
+                MemorySegment into = arena.allocate(256);
+                SockAddr from = new SockAddr();
+                assertEquals(64, g1.receive(into, from));
+                assertEquals(-1, into.asSlice(0, 64).mismatch(data));
+                assertEquals(tx.localAddress(), from);
+                assertEquals(64, g2.receive(into, from), "each joined socket gets its own copy");
+                g2.membership(group, lo, false);
+                g2.setBlocking(false);
+                assertEquals(64, tx.send(data, to));
+                assertEquals(64, g1.receive(into, from));
+                assertFalse(g2.awaitReadable(200), "a socket that left the group gets nothing");
+            }
+        }
+        assertThrows(IllegalArgumentException.class, () -> UdpSocket.openGroup(lo, 4791, lo), "not a group address");
+    }
 }

@@ -1,0 +1,37 @@
+package org.rdma4j.ipoib;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * Where an {@link IpoibInterface} exchanges IP packets with the host's IP stack: a {@link TunDevice} in the
+ * daemon; an in-memory port in tests that need no root. One reader thread and one writer thread use it.
+ */
+public interface PacketPort extends AutoCloseable {
+    /** @return the interface name */
+    String name();
+
+    /**
+     * Reads one IP packet from the stack, waiting at most {@code timeoutMs}.
+     *
+     * @param into      where the packet goes (its size is the interface MTU)
+     * @param timeoutMs how long to wait
+     * @return the packet length, 0 if none came in time, -1 once closed
+     * @throws IOException on a read error
+     */
+    int read(MemorySegment into, int timeoutMs) throws IOException;
+
+    /**
+     * Hands one IP packet to the stack.
+     *
+     * @param packet a segment holding it at offset 0
+     * @param length its length
+     * @return false if the stack did not take it (counted by the caller as a drop)
+     * @throws IOException on another error
+     */
+    boolean write(MemorySegment packet, int length) throws IOException;
+
+    /** Releases the port; a reader waiting in {@link #read} returns -1 within its timeout. */
+    @Override
+    void close();
+}

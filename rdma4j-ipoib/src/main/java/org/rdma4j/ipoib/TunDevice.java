@@ -1,0 +1,239 @@
+package org.rdma4j.ipoib;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.Inet4Address;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * A Linux TUN interface (Documentation/networking/tuntap.rst) opened through FFM: {@code /dev/net/tun},
+ * {@code ioctl(TUNSETIFF)} with {@code IFF_TUN | IFF_NO_PI} (IP packets with no extra header, layer 3:
+ * there is no Ethernet, so address resolution is the daemon's job), then MTU, IPv4 address, netmask and
+ * the up flag set with the {@code SIOCSIF*} ioctls on an AF_INET socket, as {@code ip link}/{@code ip addr}
+ * would. Needs CAP_NET_ADMIN. The interface lives as long as the descriptor is open.
+ *
+ * <p>Threads: one reader and one writer may work at once (each has its own native scratch); the
+ * descriptor is non-blocking and reads wait with {@code poll}, bounded by the caller's timeout.
+ */
+public final class TunDevice implements PacketPort {
+    /** _IOW('T', 202, int) from linux/if_tun.h. */
+    static final long TUNSETIFF = 0x400454CAL;
+    static final short IFF_TUN = 0x0001;
+    static final short IFF_NO_PI = 0x1000;
+    static final long SIOCGIFFLAGS = 0x8913;
+    static final long SIOCSIFFLAGS = 0x8914;
+    static final long SIOCSIFADDR = 0x8916;
+    static final long SIOCSIFNETMASK = 0x891C;
+    static final long SIOCSIFMTU = 0x8922;
+    static final short IFF_UP = 0x1;
+    static final short IFF_RUNNING = 0x40;
+    /** struct ifreq: 16-byte name, then a 24-byte union (sockaddr, short flags, int mtu). */
+    static final int IFREQ_SIZE = 40;
+    static final int IFNAMSIZ = 16;
+
+    private static final ValueLayout.OfShort SHORT_BE = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+
+    private final Arena arena = Arena.ofShared();
+    private final int fd;
+    private final String name;
+    private final MemorySegment readState = Native.newCallState(arena);
+    private final MemorySegment writeState = Native.newCallState(arena);
+    private final MemorySegment pollFd = arena.allocate(8, 8);
+    private volatile boolean closed;
+
+    private TunDevice(int fd, String name) {
+        this.fd = fd;
+        this.name = name;
+    }
+
+    /**
+     * Creates (or attaches to) a TUN interface.
+     *
+     * @param requestedName the interface name (at most 15 characters; "" lets the kernel pick tunN)
+     * @return the open device, down and unconfigured
+     * @throws IOException with the errno if /dev/net/tun is missing or the caller lacks CAP_NET_ADMIN
+     */
+    public static TunDevice open(String requestedName) throws IOException {
+        byte[] nameBytes = requestedName.getBytes(StandardCharsets.US_ASCII);
+        if (nameBytes.length >= IFNAMSIZ) {
+            throw new IllegalArgumentException("interface name '" + requestedName + "' is longer than 15 characters");
+        }
+        try (Arena tmp = Arena.ofConfined()) {
+            MemorySegment st = Native.newCallState(tmp);
+            int fd = Native.open(st, tmp.allocateFrom("/dev/net/tun"), Native.O_RDWR | Native.O_NONBLOCK | Native.O_CLOEXEC);
+            if (fd < 0) {
+                throw new IOException("open(/dev/net/tun) failed: " + Native.describe(Native.errno(st))
+                        + " (needs the tun module and root or CAP_NET_ADMIN)");
+            }
+            MemorySegment ifr = tmp.allocate(IFREQ_SIZE, 8);
+            MemorySegment.copy(nameBytes, 0, ifr, ValueLayout.JAVA_BYTE, 0, nameBytes.length);
+            ifr.set(ValueLayout.JAVA_SHORT, IFNAMSIZ, (short) (IFF_TUN | IFF_NO_PI));
+            if (Native.ioctl(st, fd, TUNSETIFF, ifr) != 0) {
+                IOException e = Native.error("ioctl(TUNSETIFF, " + requestedName + ")", st);
+                Native.close(st, fd);
+                throw e;
+            }
+            return new TunDevice(fd, ifr.getString(0, StandardCharsets.US_ASCII));
+        }
+    }
+
+    /** @return the interface name the kernel gave */
+    @Override
+    public String name() {
+        return name;
+    }
+
+    /**
+     * Sets the MTU, the IPv4 address and prefix, and brings the interface up (SIOCSIFMTU, SIOCSIFADDR,
+     * SIOCSIFNETMASK, SIOCSIFFLAGS with IFF_UP).
+     *
+     * @param mtu       interface MTU
+     * @param address   IPv4 address
+     * @param prefixLen prefix length 0..32
+     * @throws IOException with the failing ioctl and its errno
+     */
+    public void configure(int mtu, Inet4Address address, int prefixLen) throws IOException {
+        if (prefixLen < 0 || prefixLen > 32) {
+            throw new IllegalArgumentException("prefix length " + prefixLen);
+        }
+        try (Arena tmp = Arena.ofConfined()) {
+            MemorySegment st = Native.newCallState(tmp);
+            int s = Native.socket(st, Native.AF_INET, Native.SOCK_DGRAM | Native.SOCK_CLOEXEC, 0);
+            if (s < 0) {
+                throw Native.error("socket(AF_INET)", st);
+            }
+            try {
+                MemorySegment ifr = ifreq(tmp);
+                ifr.set(ValueLayout.JAVA_INT, IFNAMSIZ, mtu);
+                ioctl(tmp, st, s, SIOCSIFMTU, ifr, "SIOCSIFMTU " + mtu);
+                ifr = ifreq(tmp);
+                sockaddrIn(ifr, address.getAddress());
+                ioctl(tmp, st, s, SIOCSIFADDR, ifr, "SIOCSIFADDR " + address.getHostAddress());
+                ifr = ifreq(tmp);
+                int mask = prefixLen == 0 ? 0 : -1 << (32 - prefixLen);
+                sockaddrIn(ifr, new byte[] {(byte) (mask >>> 24), (byte) (mask >>> 16), (byte) (mask >>> 8), (byte) mask});
+                ioctl(tmp, st, s, SIOCSIFNETMASK, ifr, "SIOCSIFNETMASK /" + prefixLen);
+                ifr = ifreq(tmp);
+                ioctl(tmp, st, s, SIOCGIFFLAGS, ifr, "SIOCGIFFLAGS");
+                short flags = ifr.get(ValueLayout.JAVA_SHORT, IFNAMSIZ);
+                ifr.set(ValueLayout.JAVA_SHORT, IFNAMSIZ, (short) (flags | IFF_UP | IFF_RUNNING));
+                ioctl(tmp, st, s, SIOCSIFFLAGS, ifr, "SIOCSIFFLAGS up");
+            } finally {
+                Native.close(st, s);
+            }
+        }
+    }
+
+    private MemorySegment ifreq(Arena tmp) {
+        MemorySegment ifr = tmp.allocate(IFREQ_SIZE, 8);
+        byte[] n = name.getBytes(StandardCharsets.US_ASCII);
+        MemorySegment.copy(n, 0, ifr, ValueLayout.JAVA_BYTE, 0, n.length);
+        return ifr;
+    }
+
+    private static void sockaddrIn(MemorySegment ifr, byte[] addr) {
+        ifr.set(ValueLayout.JAVA_SHORT, IFNAMSIZ, (short) Native.AF_INET); // sin_family, host order
+        ifr.set(SHORT_BE, IFNAMSIZ + 2, (short) 0);
+        MemorySegment.copy(addr, 0, ifr, ValueLayout.JAVA_BYTE, IFNAMSIZ + 4, 4);
+    }
+
+    private static void ioctl(Arena tmp, MemorySegment st, int s, long req, MemorySegment ifr, String what)
+            throws IOException {
+        if (Native.ioctl(st, s, req, ifr) != 0) {
+            throw Native.error("ioctl(" + what + ")", st);
+        }
+    }
+
+    /**
+     * Reads one IP packet, waiting at most {@code timeoutMs} for one.
+     *
+     * @param into      a native segment at least MTU bytes long
+     * @param timeoutMs how long to wait; 0 does not wait
+     * @return the packet length, 0 if none arrived in time, -1 if the device is closed
+     * @throws IOException on a read error
+     */
+    @Override
+    public int read(MemorySegment into, int timeoutMs) throws IOException {
+        if (closed) {
+            return -1;
+        }
+        long n = Native.read(readState, fd, into, into.byteSize());
+        if (n >= 0) {
+            return (int) n;
+        }
+        int e = Native.errno(readState);
+        if (e != Native.EAGAIN && e != Native.EINTR) {
+            if (closed) {
+                return -1;
+            }
+            throw new IOException("read(" + name + ") failed: " + Native.describe(e));
+        }
+        if (timeoutMs == 0) {
+            return 0;
+        }
+        pollFd.set(ValueLayout.JAVA_INT, 0, fd);
+        pollFd.set(ValueLayout.JAVA_SHORT, 4, Native.POLLIN);
+        pollFd.set(ValueLayout.JAVA_SHORT, 6, (short) 0);
+        int r = Native.poll(readState, pollFd, 1, timeoutMs);
+        if (r <= 0 || closed) {
+            return closed ? -1 : 0;
+        }
+        n = Native.read(readState, fd, into, into.byteSize());
+        return n < 0 ? 0 : (int) n;
+    }
+
+    /**
+     * Writes one IP packet to the interface (the kernel receives it as if from the wire).
+     *
+     * @param packet the packet
+     * @param length its length
+     * @return whether the kernel took it (false when its queue is full: the packet is dropped, as a NIC
+     *     would drop on a full ring)
+     * @throws IOException on another error
+     */
+    @Override
+    public boolean write(MemorySegment packet, int length) throws IOException {
+        if (closed) {
+            return false;
+        }
+        if (length < 0 || length > packet.byteSize()) {
+            throw new IndexOutOfBoundsException("length " + length + " outside a " + packet.byteSize() + "-byte segment");
+        }
+        long n = Native.write(writeState, fd, packet, length);
+        if (n == length) {
+            return true;
+        }
+        if (n < 0) {
+            int e = Native.errno(writeState);
+            if (e == Native.EAGAIN || e == Native.EINTR) {
+                return false;
+            }
+            if (e == 22) {
+                return false; // EINVAL: the kernel refused the packet as malformed; counted by the caller
+            }
+            throw new IOException("write(" + name + ") failed: " + Native.describe(e));
+        }
+        return false;
+    }
+
+    /** Closes the descriptor; the interface disappears with it. */
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        try (Arena tmp = Arena.ofConfined()) {
+            Native.close(Native.newCallState(tmp), fd);
+        }
+        arena.close(); // a reader still inside read() gets IllegalStateException, never freed memory
+    }
+
+    @Override
+    public String toString() {
+        return "tun " + name;
+    }
+}
