@@ -173,16 +173,6 @@ public final class SoftDevice implements Device {
         return gids.length;
     }
 
-    /** @return whether the GID is in this device's table */
-    boolean ownsGid(Gid g) {
-        for (Gid x : gids) {
-            if (x.equals(g)) {
-                return true;
-            }
-        }
-        return false;
-    }
-
     /**
      * Binds the device to IP addresses (called once by {@link SoftFabric#addRoceDevice}): the GID table
      * becomes their GIDs and packets to GIDs off the fabric go out as RoCEv2.
