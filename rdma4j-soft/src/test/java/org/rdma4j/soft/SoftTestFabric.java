@@ -9,19 +9,14 @@ import org.rdma4j.dma.DmaChecker;
 import org.rdma4j.dma.DmaConfig;
 import org.rdma4j.dma.DmaMode;
 import org.rdma4j.dma.DmaReport;
-import org.rdma4j.testkit.Fabric;
-import org.rdma4j.verbs.Device;
-import org.rdma4j.verbs.PortState;
 
 /**
  * The conformance fixture for the soft device: one {@link SoftFabric} with two devices on a manual
  * clock, reaching memory in a given {@link DmaMode} with the DMA checker on (turn it off with
  * {@code -Drdma4j.soft.test.checker=false}). Closing fails the test if the checker reported anything.
  */
-final class SoftTestFabric implements Fabric {
-    private final ManualClock clock;
+final class SoftTestFabric extends SoftDevicesFixture {
     private final SoftFabric fabric;
-    private final SoftDevice[] devices;
 
     SoftTestFabric(ManualClock clock) {
         this(clock, false);
@@ -50,9 +45,9 @@ final class SoftTestFabric implements Fabric {
      * @param dma          how both devices reach memory
      */
     SoftTestFabric(ManualClock clock, boolean segmentAtMtu, DmaConfig dma) {
-        this.clock = clock;
-        this.fabric = new SoftFabric(clock, segmentAtMtu);
-        this.devices = new SoftDevice[] {fabric.addDevice("soft0", dma), fabric.addDevice("soft1", dma)};
+        SoftFabric f = new SoftFabric(clock, segmentAtMtu);
+        super(clock, f.addDevice("soft0", dma), f.addDevice("soft1", dma));
+        this.fabric = f;
     }
 
     /** @return the test configuration of a mode: the checker on unless -Drdma4j.soft.test.checker=false */
@@ -82,36 +77,11 @@ final class SoftTestFabric implements Fabric {
         return fabric;
     }
 
-    /** @param i index @return the device */
-    SoftDevice softDevice(int i) {
-        return devices[i];
-    }
-
-    @Override
-    public Device device(int index) {
-        return devices[index];
-    }
-
-    @Override
-    public int deviceCount() {
-        return devices.length;
-    }
-
-    @Override
-    public ManualClock clock() {
-        return clock;
-    }
-
-    @Override
-    public void setPortState(int deviceIndex, int port, boolean active) {
-        devices[deviceIndex].setPortState(port, active ? PortState.ACTIVE : PortState.DOWN);
-    }
-
     @Override
     public void close() {
         fabric.close();
         List<DmaReport> reports = new ArrayList<>();
-        for (SoftDevice d : devices) {
+        for (SoftDevice d : softDevices()) {
             DmaChecker c = d.dma().checker();
             if (c != null) {
                 reports.addAll(c.reports());
