@@ -122,7 +122,7 @@ public final class SoftFabric implements AutoCloseable {
             byGid.remove(d.gid(0));
             d.attachRoce(link, config.resolveMtu());
         } finally {
-            engine.unlock();
+            unlockEngine();
         }
         for (int i = 0; i < d.gidTableLength(); i++) {
             byGid.put(d.gid(i), d);
@@ -171,6 +171,38 @@ public final class SoftFabric implements AutoCloseable {
 
     private static final int ENGINE_SPINS = 4_000;
 
+    /**
+     * Links holding packets of the current burst (engine lock): a RoCE link batches the packets the engine
+     * emits while it holds the lock (segments of one or more messages, READ responses, ACKs) into one
+     * system call, and {@link #unlockEngine} sends them before the lock is released, so no packet waits
+     * past the burst that made it.
+     */
+    private final java.util.ArrayList<RoceLink> pendingTx = new java.util.ArrayList<>(2);
+
+    /** Engine lock held: {@code link} queued packets that must leave before the outermost unlock. */
+    void pendingTransmit(RoceLink link) {
+        if (!pendingTx.contains(link)) {
+            pendingTx.add(link);
+        }
+    }
+
+    /**
+     * Releases the engine lock taken by {@link #lockEngine}; the outermost release first sends what the
+     * links batched during the burst (the flush point of {@link RoceLink}'s send batching).
+     */
+    void unlockEngine() {
+        if (!pendingTx.isEmpty() && engine.getHoldCount() == 1) {
+            flushPending();
+        }
+        engine.unlock();
+    }
+
+    private void flushPending() {
+        while (!pendingTx.isEmpty()) {
+            pendingTx.remove(pendingTx.size() - 1).flush(); // a flush only makes system calls: it adds nothing
+        }
+    }
+
     /** @return the device owning a GID on this fabric, or null */
     SoftDevice deviceFor(Gid gid) {
         return gid == null ? null : byGid.get(gid);
@@ -203,7 +235,7 @@ public final class SoftFabric implements AutoCloseable {
                 d.link = defaultLink;
             }
         } finally {
-            engine.unlock();
+            unlockEngine();
         }
     }
 

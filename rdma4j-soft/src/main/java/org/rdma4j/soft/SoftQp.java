@@ -159,7 +159,7 @@ final class SoftQp extends SoftResource implements QueuePair {
         try {
             this.qpn = device.addQp(this);
         } finally {
-            fabric.engine.unlock();
+            fabric.unlockEngine();
         }
         scq.users.incrementAndGet();
         rcq.users.incrementAndGet();
@@ -201,7 +201,7 @@ final class SoftQp extends SoftResource implements QueuePair {
         try {
             return state;
         } finally {
-            fabric.engine.unlock();
+            fabric.unlockEngine();
         }
     }
 
@@ -223,7 +223,7 @@ final class SoftQp extends SoftResource implements QueuePair {
         try {
             modifyLocked(a);
         } finally {
-            fabric.engine.unlock();
+            fabric.unlockEngine();
         }
     }
 
@@ -374,7 +374,7 @@ final class SoftQp extends SoftResource implements QueuePair {
             a.sqDraining(state == QpState.SQD && compIdx != sqHead);
             return a;
         } finally {
-            fabric.engine.unlock();
+            fabric.unlockEngine();
         }
     }
 
@@ -545,7 +545,7 @@ final class SoftQp extends SoftResource implements QueuePair {
             afterPost();
             return true;
         } finally {
-            fabric.engine.unlock();
+            fabric.unlockEngine();
         }
     }
 
@@ -562,7 +562,7 @@ final class SoftQp extends SoftResource implements QueuePair {
             }
             return n;
         } finally {
-            fabric.engine.unlock();
+            fabric.unlockEngine();
         }
     }
 
@@ -725,7 +725,7 @@ final class SoftQp extends SoftResource implements QueuePair {
                     flushRecvQueue();
                 }
             } finally {
-                fabric.engine.unlock();
+                fabric.unlockEngine();
             }
         }
         return true;
@@ -747,7 +747,7 @@ final class SoftQp extends SoftResource implements QueuePair {
                 mcastGroups.add(mgid);
             }
         } finally {
-            fabric.engine.unlock();
+            fabric.unlockEngine();
         }
     }
 
@@ -760,7 +760,7 @@ final class SoftQp extends SoftResource implements QueuePair {
             device.detachMcast(this, mgid);
             mcastGroups.remove(mgid);
         } finally {
-            fabric.engine.unlock();
+            fabric.unlockEngine();
         }
     }
 
@@ -796,7 +796,7 @@ final class SoftQp extends SoftResource implements QueuePair {
             fabric.timers.unwatch(this);
             device.removeQp(qpn);
         } finally {
-            fabric.engine.unlock();
+            fabric.unlockEngine();
         }
         sendCq.users.decrementAndGet();
         recvCq.users.decrementAndGet();
