@@ -41,6 +41,13 @@ final class Responder {
     int psn;
     private int ackPsn;
     private int msn;
+    /**
+     * A coalesced ACK not sent yet (engine lock): the PSN and MSN of the last request that asked for one in
+     * this burst. Sent before any other response of this QP and at the burst's end ({@link #flushAck}).
+     */
+    private boolean ackPending;
+    private int pendingAckPsn;
+    private int pendingAckMsn;
     private int lastOpcode = -1;
     private boolean sentPsnNak;
     private boolean dropMsg;
@@ -86,6 +93,7 @@ final class Responder {
     }
 
     void reset() {
+        ackPending = false;
         psn = 0;
         ackPsn = 0;
         msn = 0;
@@ -377,7 +385,21 @@ final class Responder {
             completeRecv(p);
         }
         if (qp.type == QpType.RC && p.ackReq) {
-            sendAck(UNLIMITED, p.psn);
+            if (qp.peer == null && qp.device.onWire()) {
+                // IBA 9.7.5.1.1: a responder may coalesce ACKs, one ACK acknowledging every earlier request
+                // (9.7.5.1.3). On a wire, each ACK costs a packet and a system call each side; the requests a
+                // burst delivers (one receive batch, dispatched under one engine lock) get one ACK, for the
+                // newest of them that asked, sent when the burst ends (SoftFabric.unlockEngine) or before any
+                // other response of this QP. rxe acknowledges each (rxe_resp acknowledge), which is also valid.
+                pendingAckPsn = p.psn;
+                pendingAckMsn = msn;
+                if (!ackPending) {
+                    ackPending = true;
+                    qp.fabric.deferAck(this);
+                }
+            } else {
+                sendAck(UNLIMITED, p.psn);
+            }
         }
         if (p.is(Opcodes.M_END)) {
             lastOpcode = -1;
@@ -437,6 +459,7 @@ final class Responder {
      *                  first part expects (rxe check_ack accepts only MIDDLE/LAST then)
      */
     private void sendReadResponses(SoftMr mr, long va, int len, int firstPsn, boolean fromStart) {
+        flushAck();
         int max = qp.payloadMax();
         long sent = 0;
         int pktPsn = firstPsn;
@@ -748,13 +771,27 @@ final class Responder {
         return o;
     }
 
+    /** Sends the coalesced ACK, if one is pending. Engine lock held. */
+    void flushAck() {
+        if (!ackPending) {
+            return;
+        }
+        ackPending = false;
+        Packet o = response(Opcodes.ACKNOWLEDGE, pendingAckPsn);
+        o.syndrome = UNLIMITED;
+        o.msn = pendingAckMsn;
+        qp.fabric.transmit(qp.device, o);
+    }
+
     private void sendAck(int syn, int ackedPsn) {
+        flushAck(); // keep the order: the coalesced ACK acknowledges requests that came before
         Packet o = response(Opcodes.ACKNOWLEDGE, ackedPsn);
         o.syndrome = syn;
         qp.fabric.transmit(qp.device, o);
     }
 
     private void sendAtomicAck(long orig, int ackedPsn) {
+        flushAck();
         Packet o = response(Opcodes.ATOMIC_ACKNOWLEDGE, ackedPsn);
         o.syndrome = UNLIMITED;
         o.origValue = orig;

@@ -191,13 +191,25 @@ public final class SoftFabric implements AutoCloseable {
      * links batched during the burst (the flush point of {@link RoceLink}'s send batching).
      */
     void unlockEngine() {
-        if (!pendingTx.isEmpty() && engine.getHoldCount() == 1) {
+        if ((!pendingTx.isEmpty() || !pendingAcks.isEmpty()) && engine.getHoldCount() == 1) {
             flushPending();
         }
         engine.unlock();
     }
 
+    /** Responders holding a coalesced ACK for the current burst (engine lock). */
+    private final java.util.ArrayList<Responder> pendingAcks = new java.util.ArrayList<>(4);
+
+    /** Engine lock held: {@code r} holds an ACK to send before the outermost unlock. */
+    void deferAck(Responder r) {
+        pendingAcks.add(r); // at most once per burst: the responder registers when its first ACK is deferred
+    }
+
     private void flushPending() {
+        for (int i = 0; i < pendingAcks.size(); i++) {
+            pendingAcks.get(i).flushAck(); // queues on the links; sent below
+        }
+        pendingAcks.clear();
         while (!pendingTx.isEmpty()) {
             pendingTx.remove(pendingTx.size() - 1).flush(); // a flush only makes system calls: it adds nothing
         }
