@@ -44,6 +44,11 @@ public final class DatagramBatch {
     private final int[] segmentSizes;
     private final boolean[] sliced;
     private final MemorySegment controls;
+    /**
+     * Slots [0, dirty) may differ from their prepared receive state (a receive or send wrote them); the rest
+     * still hold it, so a busy poller's empty receives do not rewrite every slot each time.
+     */
+    private int dirty;
 
     /**
      * @param capacity number of slots, 1..1024 (the kernel's UIO_MAXIOV caps one call at 1024)
@@ -69,6 +74,7 @@ public final class DatagramBatch {
         this.segmentSizes = new int[capacity];
         this.sliced = new boolean[capacity];
         this.controls = arena.allocate((long) CONTROL_SPACE * capacity, 8);
+        this.dirty = capacity;
         for (int i = 0; i < capacity; i++) {
             MemorySegment name = names.asSlice((long) Libc.SOCKADDR_SIZE * i, Libc.SOCKADDR_SIZE);
             addresses[i] = new SockAddr(name);
@@ -100,6 +106,7 @@ public final class DatagramBatch {
         iovs.set(ValueLayout.JAVA_LONG, Libc.IOVEC_SIZE * i, base.address() + offset);
         sliced[i] = true;
         lengths[i] = length;
+        dirty = capacity;
     }
 
     /**
@@ -151,6 +158,7 @@ public final class DatagramBatch {
         }
         buffers[i] = buffer;
         iovs.set(ValueLayout.ADDRESS, Libc.IOVEC_SIZE * i, buffer);
+        dirty = capacity;
     }
 
     /**
@@ -193,6 +201,7 @@ public final class DatagramBatch {
      * before sendmmsg.
      */
     void prepareSend(int first, int count) {
+        dirty = capacity;
         for (int i = first; i < first + count; i++) {
             int alen = addresses[i].length();
             if (alen == 0) {
@@ -222,7 +231,9 @@ public final class DatagramBatch {
 
     /** Resets every slot's buffer, length, address room and control room before recvmmsg. */
     void prepareReceive(int count) {
-        for (int i = 0; i < count; i++) {
+        int n = Math.min(count, dirty);
+        dirty = dirty > count ? dirty : 0; // slots past count stay as they were
+        for (int i = 0; i < n; i++) {
             long m = Libc.MMSGHDR_SIZE * i;
             msgs.set(ValueLayout.JAVA_INT, m + MSG_NAMELEN, Libc.SOCKADDR_SIZE);
             msgs.set(ValueLayout.JAVA_INT, m + MSG_FLAGS, 0);
@@ -238,6 +249,7 @@ public final class DatagramBatch {
 
     /** Reads back lengths, flags and the GRO segment size of the first {@code received} slots after recvmmsg. */
     void completeReceive(int received) {
+        dirty = Math.max(dirty, received); // the kernel wrote the name length, control length and flags of these
         for (int i = 0; i < received; i++) {
             long m = Libc.MMSGHDR_SIZE * i;
             lengths[i] = msgs.get(ValueLayout.JAVA_INT, m + MMSG_LEN);
