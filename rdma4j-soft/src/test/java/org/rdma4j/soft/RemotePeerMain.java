@@ -163,12 +163,14 @@ public final class RemotePeerMain {
             }
             case ADVANCE -> {
                 long now = in.readLong();
+                ManualClock c = clocks.get(h);
                 yield o -> {
-                    for (ManualClock c : clocks.values()) {
-                        long d = now - c.nanoTime();
-                        if (d > 0) {
-                            c.advance(d);
-                        }
+                    if (c == null) {
+                        throw new IllegalStateException("no open remote fabric " + h);
+                    }
+                    long d = now - c.nanoTime();
+                    if (d > 0) {
+                        c.advance(d);
                     }
                 };
             }

@@ -50,7 +50,7 @@ final class RemoteProtocol {
     static final int FABRIC_OPEN = 2;
     /** (fabric handle) → nothing; closes the child's fabric and forgets its objects */
     static final int FABRIC_CLOSE = 3;
-    /** nowNs → nothing; the child's clock moves to nowNs and its timers run before the reply */
+    /** (fabric handle) nowNs → nothing; that fabric's clock moves to nowNs and its timers run before the reply */
     static final int ADVANCE = 4;
     /** (device handle) port, active → nothing */
     static final int PORT_STATE = 5;

@@ -61,7 +61,7 @@ final class SoftRemoteTestFabric implements Fabric {
             throw e;
         }
         long now = clock.nanoTime();
-        this.forward = t -> peer.run(RemoteProtocol.ADVANCE, 0, o -> o.writeLong(t));
+        this.forward = t -> peer.run(RemoteProtocol.ADVANCE, remoteFabric, o -> o.writeLong(t));
         clock.addListener(forward);
         if (clock.nanoTime() != now) {
             forward.onTimeAdvanced(clock.nanoTime());
