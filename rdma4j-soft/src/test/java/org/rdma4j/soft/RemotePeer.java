@@ -2,6 +2,7 @@ package org.rdma4j.soft;
 
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
+import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
@@ -194,7 +195,7 @@ final class RemotePeer {
      */
     <T> T call(int op, int handle, Args args, Result<T> result) {
         // The request is built first: an argument that cannot be encoded fails here, with nothing sent.
-        java.io.ByteArrayOutputStream request = new java.io.ByteArrayOutputStream(64);
+        ByteArrayOutputStream request = new ByteArrayOutputStream(64);
         try {
             DataOutputStream o = new DataOutputStream(request);
             o.writeInt(op);

@@ -4,6 +4,7 @@ import static org.rdma4j.soft.RemoteProtocol.*;
 
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
+import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.EOFException;
@@ -16,10 +17,12 @@ import java.nio.channels.SocketChannel;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 
 import org.rdma4j.common.ManualClock;
+import org.rdma4j.verbs.AddressHandle;
 import org.rdma4j.verbs.AsyncEvent;
 import org.rdma4j.verbs.CompletionChannel;
 import org.rdma4j.verbs.CompletionQueue;
@@ -37,7 +40,6 @@ import org.rdma4j.verbs.SharedReceiveQueue;
 import org.rdma4j.verbs.VerbsException;
 import org.rdma4j.verbs.WorkCompletion;
 import org.rdma4j.verbs.WrOpcode;
-import org.rdma4j.verbs.AddressHandle;
 
 /**
  * The remote peer: a JVM the test fixture ({@link RemotePeer}) starts, owning a RoCE {@link SoftDevice} on
@@ -52,7 +54,7 @@ public final class RemotePeerMain {
     private final Map<Integer, SoftFabric> fabrics = new HashMap<>();
     private final Map<Integer, ManualClock> clocks = new HashMap<>();
     private final Map<Long, AsyncEvent> events = new HashMap<>();
-    private final Map<Object, Integer> handles = new java.util.IdentityHashMap<>();
+    private final Map<Object, Integer> handles = new IdentityHashMap<>();
     private SharedMemory shm;
     private int nextHandle = 1;
     private long nextEvent = 1;
@@ -133,7 +135,7 @@ public final class RemotePeerMain {
             writeError(out, e);
             return;
         }
-        respond(op, body);
+        respond(body);
     }
 
     private Body parse(int op, int h) throws IOException {
@@ -224,7 +226,6 @@ public final class RemotePeerMain {
                 Context c = obj(h, Context.class);
                 yield o -> {
                     AsyncEvent ev = c.getAsyncEvent(Duration.ofNanos(timeoutNs));
-                    o.writeByte(OK);
                     o.writeBoolean(ev != null);
                     if (ev != null) {
                         long id = nextEvent++;
@@ -328,7 +329,6 @@ public final class RemotePeerMain {
                         wcs[i] = new WorkCompletion();
                     }
                     int n = single ? (cq.poll(wcs[0]) ? 1 : 0) : cq.poll(wcs, max);
-                    o.writeByte(OK);
                     o.writeInt(n);
                     for (int i = 0; i < n; i++) {
                         writeWc(o, wcs[i]);
@@ -355,7 +355,6 @@ public final class RemotePeerMain {
                 CompletionChannel ch = obj(h, CompletionChannel.class);
                 yield o -> {
                     CompletionQueue cq = ch.getCqEvent(Duration.ofNanos(timeoutNs));
-                    o.writeByte(OK);
                     o.writeInt(handleOf(cq));
                 };
             }
@@ -399,7 +398,6 @@ public final class RemotePeerMain {
                 QueuePair qp = obj(h, QueuePair.class);
                 yield o -> {
                     int posted = single ? (qp.postSend(wrs[0]) ? 1 : 0) : qp.postSend(wrs, count);
-                    o.writeByte(OK);
                     o.writeInt(posted);
                     for (SendWorkRequest wr : wrs) {
                         writeEnum(o, wr == null ? null : wr.postError());
@@ -412,7 +410,6 @@ public final class RemotePeerMain {
                 yield o -> {
                     boolean posted = target instanceof SharedReceiveQueue srq ? srq.postRecv(wr)
                             : obj(h, QueuePair.class).postRecv(wr);
-                    o.writeByte(OK);
                     o.writeBoolean(posted);
                     writeEnum(o, wr.postError());
                 };
@@ -454,9 +451,9 @@ public final class RemotePeerMain {
         };
     }
 
-    private void respond(int op, Body body) throws IOException {
+    private void respond(Body body) throws IOException {
         // Run the call, buffering its results: on failure nothing of them is sent, only the error.
-        java.io.ByteArrayOutputStream buf = new java.io.ByteArrayOutputStream();
+        ByteArrayOutputStream buf = new ByteArrayOutputStream();
         DataOutputStream o = new DataOutputStream(buf);
         try {
             body.run(o);
@@ -469,13 +466,8 @@ public final class RemotePeerMain {
             writeError(out, e);
             return;
         }
-        byte[] b = buf.toByteArray();
-        // Bodies that write their own status byte (the ones whose result has a "nothing" form) start with OK.
-        if (!(op == CTX_GET_ASYNC || op == CQ_POLL || op == CH_GET_EVENT || op == QP_POST_SEND
-                || op == QP_POST_RECV || op == SRQ_POST_RECV)) {
-            out.writeByte(OK);
-        }
-        out.write(b);
+        out.writeByte(OK);
+        buf.writeTo(out);
     }
 
     private SharedMemory shm() {

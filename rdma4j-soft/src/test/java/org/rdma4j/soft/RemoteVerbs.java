@@ -43,6 +43,7 @@ import org.rdma4j.verbs.ScatterGatherEntry;
 import org.rdma4j.verbs.SendWorkRequest;
 import org.rdma4j.verbs.SharedReceiveQueue;
 import org.rdma4j.verbs.VerbsException;
+import org.rdma4j.verbs.WorkCompletion;
 import org.rdma4j.verbs.spi.DmaOps;
 
 /**
@@ -522,7 +523,7 @@ final class RemoteVerbs {
         }
 
         @Override
-        public int poll(org.rdma4j.verbs.WorkCompletion[] wcs, int max) {
+        public int poll(WorkCompletion[] wcs, int max) {
             return peer.call(CQ_POLL, handle, o -> {
                 o.writeBoolean(false);
                 o.writeInt(wcs.length);
@@ -531,16 +532,16 @@ final class RemoteVerbs {
         }
 
         @Override
-        public boolean poll(org.rdma4j.verbs.WorkCompletion wc) {
+        public boolean poll(WorkCompletion wc) {
             return peer.call(CQ_POLL, handle, o -> {
                 o.writeBoolean(true);
                 o.writeInt(1);
                 o.writeInt(1);
             },
-                    in -> readPolled(in, new org.rdma4j.verbs.WorkCompletion[] {wc})) == 1;
+                    in -> readPolled(in, new WorkCompletion[] {wc})) == 1;
         }
 
-        private int readPolled(DataInputStream in, org.rdma4j.verbs.WorkCompletion[] wcs) throws IOException {
+        private int readPolled(DataInputStream in, WorkCompletion[] wcs) throws IOException {
             int n = in.readInt();
             for (int i = 0; i < n; i++) {
                 readWc(in, wcs[i]);
