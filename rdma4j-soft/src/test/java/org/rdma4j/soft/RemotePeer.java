@@ -100,7 +100,9 @@ final class RemotePeer {
             }
             cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), RemotePeerMain.class.getName(),
                     sock.toString(), Long.toString(pid)));
-            p = new ProcessBuilder(cmd).redirectOutput(ProcessBuilder.Redirect.INHERIT)
+            // Not this JVM's stdout: under surefire that is the fork's channel to Maven. The child prints
+            // nothing there (it sends System.out to stderr); its diagnostics go to our stderr.
+            p = new ProcessBuilder(cmd).redirectOutput(ProcessBuilder.Redirect.DISCARD)
                     .redirectError(ProcessBuilder.Redirect.INHERIT).start();
             long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(START_TIMEOUT_MS);
             SocketChannel ch = null;

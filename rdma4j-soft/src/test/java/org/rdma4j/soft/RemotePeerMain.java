@@ -69,6 +69,7 @@ public final class RemotePeerMain {
      * @throws IOException when the socket fails
      */
     public static void main(String[] args) throws IOException {
+        System.setOut(System.err);
         long parent = Long.parseLong(args[1]);
         ProcessHandle.of(parent).ifPresentOrElse(
                 p -> p.onExit().thenRun(() -> Runtime.getRuntime().halt(3)),
