@@ -213,6 +213,70 @@ public final class SoftDevice implements Device {
         return r != null && r.pollReceive();
     }
 
+    /**
+     * What a poll of an empty CQ does: sends the ACKs this thread's last receive deferred, then receives.
+     *
+     * @return whether a packet was received
+     */
+    boolean pollIdle() {
+        flushAcksIfPending();
+        return pollLink();
+    }
+
+    // ------------------------------------------------------------------ deferred ACKs (Responder.ackRequested)
+
+    /** QPs whose responder holds a deferred ACK: engine lock. */
+    private final java.util.ArrayList<SoftQp> ackQps = new java.util.ArrayList<>();
+    /** Whether {@link #ackQps} may be non-empty: read without the lock, as a hint. */
+    private volatile boolean acksPending;
+    /** Set while a busy-polling application thread dispatches received packets: engine lock. */
+    private boolean deferAcks;
+
+    /** @return whether ACKs made now may wait (engine lock) */
+    boolean deferringAcks() {
+        return deferAcks;
+    }
+
+    /** Marks the dispatch of a poller thread (true) and its end (engine lock). */
+    void deferAcks(boolean on) {
+        deferAcks = on;
+    }
+
+    /** Records that {@code qp}'s responder holds a deferred ACK (engine lock). */
+    void ackDeferred(SoftQp qp) {
+        if (!qp.ackListed) {
+            qp.ackListed = true;
+            ackQps.add(qp);
+        }
+        acksPending = true;
+    }
+
+    /** Sends every deferred ACK (engine lock). */
+    void flushAcks() {
+        if (!acksPending) {
+            return;
+        }
+        for (int i = 0; i < ackQps.size(); i++) {
+            SoftQp qp = ackQps.get(i);
+            qp.ackListed = false;
+            qp.responder.flushAck();
+        }
+        ackQps.clear();
+        acksPending = false;
+    }
+
+    /** Sends every deferred ACK, taking the engine lock only if there may be one. */
+    void flushAcksIfPending() {
+        if (acksPending) {
+            fabric.lockEngine();
+            try {
+                flushAcks();
+            } finally {
+                fabric.engine.unlock();
+            }
+        }
+    }
+
     /** Counts from a thread that does not hold the engine lock. */
     void countOutsideEngine(SoftCounter c) {
         fabric.lockEngine();
