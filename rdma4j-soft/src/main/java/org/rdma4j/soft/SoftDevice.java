@@ -225,10 +225,6 @@ public final class SoftDevice implements Device {
 
     // ------------------------------------------------------------------ deferred ACKs (Responder.ackRequested)
 
-    /** QPs whose responder holds a deferred ACK: engine lock. */
-    private final java.util.ArrayList<SoftQp> ackQps = new java.util.ArrayList<>();
-    /** Whether {@link #ackQps} may be non-empty: read without the lock, as a hint. */
-    private volatile boolean acksPending;
     /** Set while a busy-polling application thread dispatches received packets: engine lock. */
     private boolean deferAcks;
 
@@ -244,37 +240,17 @@ public final class SoftDevice implements Device {
 
     /** Records that {@code qp}'s responder holds a deferred ACK (engine lock). */
     void ackDeferred(SoftQp qp) {
-        if (!qp.ackListed) {
-            qp.ackListed = true;
-            ackQps.add(qp);
-        }
-        acksPending = true;
+        fabric.ackDeferred(qp);
     }
 
-    /** Sends every deferred ACK (engine lock). */
+    /** Sends every deferred ACK of the fabric (engine lock). */
     void flushAcks() {
-        if (!acksPending) {
-            return;
-        }
-        for (int i = 0; i < ackQps.size(); i++) {
-            SoftQp qp = ackQps.get(i);
-            qp.ackListed = false;
-            qp.responder.flushAck();
-        }
-        ackQps.clear();
-        acksPending = false;
+        fabric.flushAcks();
     }
 
-    /** Sends every deferred ACK, taking the engine lock only if there may be one. */
+    /** Sends every deferred ACK of the fabric, taking the engine lock only if there may be one. */
     void flushAcksIfPending() {
-        if (acksPending) {
-            fabric.lockEngine();
-            try {
-                flushAcks();
-            } finally {
-                fabric.engine.unlock();
-            }
-        }
+        fabric.flushAcksIfPending();
     }
 
     /** Counts from a thread that does not hold the engine lock. */
