@@ -33,8 +33,12 @@ import org.rdma4j.verbs.WrOpcode;
  * {@link Completer} under the fabric's engine lock. Thread-safe.
  */
 final class SoftQp extends SoftResource implements QueuePair {
-    /** rxe RXE_MAX_UNACKED_PSNS: the requester's window. */
-    static final int MAX_UNACKED_PSNS = 128;
+    /**
+     * The requester's window: rxe RXE_MAX_UNACKED_PSNS (128) unless {@code -Drdma4j.soft.window=N} (1..2^22,
+     * within IBA's limit of 2^23 unacknowledged PSNs) asks for another, for measuring how bandwidth depends on
+     * it (docs/benchmarks.md).
+     */
+    static final int MAX_UNACKED_PSNS = Math.clamp(Integer.getInteger("rdma4j.soft.window", 128), 1, 1 << 22);
 
     final SoftPd pd;
     final SoftDevice device;
