@@ -60,6 +60,13 @@ final class RoceLink implements Link {
     private static final long RECENT_POLLER_NS = 50_000_000;
 
     /** {@code -Drdma4j.roce.gso=false}: one datagram per packet (sendmmsg batches only), for comparisons. */
+    /**
+     * How long the receive agent keeps polling its socket after the last datagram before it blocks again
+     * ({@code -Drdma4j.roce.rxSpinUs}, microseconds; 0 blocks at once).
+     */
+    private static final long RX_SPIN_NS = Long.getLong("rdma4j.roce.rxSpinUs", 50) * 1000;
+    /** Bound on one spin's iterations, whatever the clock says. */
+    private static final long MAX_RX_SPINS = 100_000_000L;
     private static final boolean GSO = !"false".equals(System.getProperty("rdma4j.roce.gso"));
     /** {@code -Drdma4j.roce.gro=false}: the receive sockets do not ask for coalesced datagrams. */
     private static final boolean GRO = !"false".equals(System.getProperty("rdma4j.roce.gro"));
@@ -202,6 +209,7 @@ final class RoceLink implements Link {
                         continue;
                     }
                     drain(false);
+                    spinWhileTrafficFlows();
                 } catch (ClosedChannelException e) {
                     return;
                 } catch (IOException e) {
@@ -210,6 +218,31 @@ final class RoceLink implements Link {
                     }
                     device.countOutsideEngine(SoftCounter.ROCE_RX_ERRORS);
                 }
+            }
+        }
+
+        /**
+         * After a receive, keeps taking datagrams without blocking for as long as they keep coming, up to
+         * {@link #RX_SPIN_NS} after the last one (busy-poll, like a socket's SO_BUSY_POLL or NAPI): a flow
+         * whose receiver has no polling thread (the target of RDMA WRITEs, a READ's responder) otherwise pays
+         * a wake-up of this agent for every window of packets, and on a loaded two-core host that wake-up waits
+         * for a CPU. Stops at once when an application thread starts polling (it then receives itself).
+         */
+        private void spinWhileTrafficFlows() throws IOException {
+            if (RX_SPIN_NS <= 0) {
+                return;
+            }
+            long last = System.nanoTime();
+            for (long spins = 0; !closed && spins < MAX_RX_SPINS; spins++) {
+                if (drain(false)) {
+                    last = System.nanoTime();
+                    continue;
+                }
+                long now = System.nanoTime();
+                if (now - last > RX_SPIN_NS || now - lastPollerNs < POLLER_ACTIVE_NS) {
+                    return;
+                }
+                Thread.onSpinWait();
             }
         }
 
