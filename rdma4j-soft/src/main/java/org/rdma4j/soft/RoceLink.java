@@ -433,6 +433,17 @@ final class RoceLink implements Link {
         this.v6 = e6;
     }
 
+    /**
+     * Sends IPv4 with UDP checksum 0, as rxe does (its prepare_udp_hdr writes 0; SO_NO_CHECK). Linux refuses
+     * UDP GSO on such a socket (udp_send_skb: EINVAL), so the link's first train falls back to one datagram
+     * per packet and GSO stays off: SoftRoceGsoCaptureTest uses this to check that fallback on the wire.
+     */
+    void ipv4ZeroChecksum(boolean on) throws IOException {
+        if (v4 != null) {
+            v4.socket.setZeroChecksumSend(on);
+        }
+    }
+
     /** Starts the receive agents (after the device is registered on its fabric). */
     void start() {
         for (Endpoint e : endpoints) {
@@ -609,7 +620,10 @@ final class RoceLink implements Link {
                     // count it, stop asking on this socket, and send the run's packets one by one.
                     device.count(SoftCounter.ROCE_GSO_REFUSED);
                     ep.gso = false;
-                    sendSeparately(ep, i);
+                    for (int k = i; k < n; k++) {
+                        sendSeparately(ep, k); // the rest of this flush too: its trains were sealed for GSO
+                    }
+                    return;
                 } else {
                     device.count(SoftCounter.ROCE_TX_ERRORS, runCount[i]); // lost; RC retransmits
                 }

@@ -202,6 +202,11 @@ public final class SoftDevice implements Device {
         return (hi24 << 40) | (0xFFFEL << 24) | (mac & 0xFF_FFFFL);
     }
 
+    /** @return the RoCE link, or null for an in-process device */
+    RoceLink roceLink() {
+        return roce;
+    }
+
     /** @return whether packets are cut at the path MTU because they may cross a wire */
     boolean onWire() {
         return roce != null;

@@ -38,6 +38,8 @@ final class Libc {
     static final int SO_SNDBUFFORCE = 32;
     static final int SO_RCVBUFFORCE = 33;
     static final int SO_RCVTIMEO = 20;
+    /** asm-generic/socket.h: IPv4 UDP sends checksum 0 (sk_no_check_tx). */
+    static final int SO_NO_CHECK = 11;
     static final int IP_TOS = 1;
     static final int IP_TTL = 2;
     static final int IP_MTU_DISCOVER = 10;

@@ -374,16 +374,20 @@ public final class UdpSocket implements AutoCloseable {
     }
 
     /**
-     * Sends IPv6 UDP with checksum 0 ({@code UDP_NO_CHECK6_TX}), as rxe does. Off by default: a
-     * Linux receiver without {@code UDP_NO_CHECK6_RX} drops such datagrams, and rxe's own socket
-     * accepts both.
+     * Sends UDP with checksum 0, as rxe does for both families: IPv6 {@code UDP_NO_CHECK6_TX}, IPv4
+     * {@code SO_NO_CHECK} (RFC 768 allows 0 for IPv4). Off by default: a Linux receiver without
+     * {@code UDP_NO_CHECK6_RX} drops such IPv6 datagrams, and rxe's own socket accepts both. Linux refuses
+     * UDP GSO on such a socket (EINVAL).
      *
      * @param on true to send checksum 0
      * @throws IOException if setsockopt fails
      */
     public synchronized void setZeroChecksumSend(boolean on) throws IOException {
-        requireIpv6("UDP_NO_CHECK6_TX");
-        setInt(Libc.SOL_UDP, Libc.UDP_NO_CHECK6_TX, on ? 1 : 0, "UDP_NO_CHECK6_TX");
+        if (ipv6) {
+            setInt(Libc.SOL_UDP, Libc.UDP_NO_CHECK6_TX, on ? 1 : 0, "UDP_NO_CHECK6_TX");
+        } else {
+            setInt(Libc.SOL_SOCKET, Libc.SO_NO_CHECK, on ? 1 : 0, "SO_NO_CHECK");
+        }
     }
 
     /**

@@ -298,6 +298,8 @@ class UdpSocketTest {
             v4.setDontFragment(false);
             assertEquals(1, v4.getIntOption(Libc.IPPROTO_IP, Libc.IP_MTU_DISCOVER));
             assertEquals(-1, v4.ipv4Identification());
+            v4.setZeroChecksumSend(true);
+            assertEquals(1, v4.getIntOption(Libc.SOL_SOCKET, Libc.SO_NO_CHECK));
 
             assertEquals(-1, v6.ipv4Identification());
             assertEquals(1, v6.getIntOption(Libc.IPPROTO_IPV6, Libc.IPV6_V6ONLY));
