@@ -65,6 +65,8 @@ final class RoceLink implements Link {
      * ({@code -Drdma4j.roce.rxSpinUs}, microseconds; 0 blocks at once).
      */
     private static final long RX_SPIN_NS = Long.getLong("rdma4j.roce.rxSpinUs", 50) * 1000;
+    /** A receive of at least this many datagrams is a stream's, worth spinning for. */
+    private static final int BULK_DATAGRAMS = 4;
     /** Bound on one spin's iterations, whatever the clock says. */
     private static final long MAX_RX_SPINS = 100_000_000L;
     private static final boolean GSO = !"false".equals(System.getProperty("rdma4j.roce.gso"));
@@ -176,6 +178,8 @@ final class RoceLink implements Link {
         private final Sgl payload = new Sgl(1);
         private final SockAddr lastFrom = new SockAddr();
         private Gid lastFromGid;
+        /** Whether the last receive took a bulk flow's worth: several datagrams, or a GRO train (rxLock). */
+        private boolean lastBulk;
         /** When an application thread last polled this socket (System.nanoTime). */
         private volatile long lastPollerNs;
 
@@ -208,8 +212,9 @@ final class RoceLink implements Link {
                     if (!socket.awaitReadable(wait)) {
                         continue;
                     }
-                    drain(false);
-                    spinWhileTrafficFlows();
+                    if (drain(false) && lastBulk) {
+                        spinWhileTrafficFlows();
+                    }
                 } catch (ClosedChannelException e) {
                     return;
                 } catch (IOException e) {
@@ -222,7 +227,8 @@ final class RoceLink implements Link {
         }
 
         /**
-         * After a receive, keeps taking datagrams without blocking for as long as they keep coming, up to
+         * After a bulk receive (several datagrams or a GRO train at once: a window of a stream, not the one
+         * packet of a ping-pong), keeps taking datagrams without blocking for as long as they keep coming, up to
          * {@link #RX_SPIN_NS} after the last one (busy-poll, like a socket's SO_BUSY_POLL or NAPI): a flow
          * whose receiver has no polling thread (the target of RDMA WRITEs, a READ's responder) otherwise pays
          * a wake-up of this agent for every window of packets, and on a loaded two-core host that wake-up waits
@@ -270,6 +276,7 @@ final class RoceLink implements Link {
                 if (n == 0) {
                     return false;
                 }
+                lastBulk = n >= BULK_DATAGRAMS || batch.segmentSize(0) != 0;
                 dispatch(n, poller);
                 return true;
             } finally {
