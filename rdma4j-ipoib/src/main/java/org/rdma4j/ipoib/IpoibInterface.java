@@ -1257,10 +1257,6 @@ public final class IpoibInterface implements AutoCloseable {
                 postData(base, n, e.ah(), e.hardware().qpn());
                 return false;
             }
-            if (n > udMtu) {
-                count(IpoibCounter.TX_DROP_UNRESOLVED); // the resolution queue holds datagram-sized packets
-                return false;
-            }
             boolean fresh = e == null;
             if (fresh) {
                 e = neighbours.startResolving(dst);
@@ -1269,7 +1265,11 @@ public final class IpoibInterface implements AutoCloseable {
                     return false;
                 }
             }
-            queue(e, ring, p, n);
+            if (n > udMtu) {
+                count(IpoibCounter.TX_DROP_UNRESOLVED); // the resolution queue holds datagram-sized packets only
+            } else {
+                queue(e, ring, p, n);
+            }
             if (fresh) {
                 sendArp(ArpPacket.OP_REQUEST, null, dst, broadcastAh, QueuePair.MULTICAST_QPN);
             }
@@ -1595,6 +1595,12 @@ public final class IpoibInterface implements AutoCloseable {
             NeighbourCache.Entry<AddressHandle> known = neighbours.get(spa);
             // RFC 826: update an entry we have; add one only when the packet is addressed to us
             if (known != null || forUs) {
+                if (connected && known != null && tpa == spa && sha.equals(known.hardware())) {
+                    // a gratuitous ARP (RFC 5227 announcement) from a neighbour we know: it has (re)started its
+                    // interface, with the same hardware address (same GID, first QPN again), so our connection
+                    // goes to a QP that is gone or is someone else's: make a new one
+                    dropTx(spa);
+                }
                 learn(spa, sha, known);
             }
             if (forUs && arp.operation() == ArpPacket.OP_REQUEST) {
@@ -1612,6 +1618,9 @@ public final class IpoibInterface implements AutoCloseable {
     private void learn(int spa, HardwareAddress sha, NeighbourCache.Entry<AddressHandle> known) {
         boolean changed = known == null || known.ah() == null || !sha.equals(known.hardware());
         NeighbourCache.Entry<AddressHandle> e = neighbours.confirm(spa, sha);
+        if (e != null && !changed && connected && e.ah() != null && findTx(spa) == null) {
+            connFor(e); // known, but its connection was dropped: connect again at once
+        }
         if (e == null || !changed) {
             return;
         }
