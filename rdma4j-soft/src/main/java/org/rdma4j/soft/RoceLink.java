@@ -49,6 +49,8 @@ final class RoceLink implements Link {
     private static final long RX_POLL_MS = 100;
     /** A poller that polled within this window is taken to be still polling. */
     private static final long POLLER_ACTIVE_NS = 200_000;
+    /** After polling stopped, the agent waits at most 1 ms at a time for this long (deferred ACKs). */
+    private static final long RECENT_POLLER_NS = 50_000_000;
 
     private final SoftDevice device;
     private final Link local;
@@ -138,15 +140,26 @@ final class RoceLink implements Link {
         public void run() {
             while (!closed) {
                 try {
-                    if (!socket.awaitReadable(RX_POLL_MS)) {
+                    long sincePoll = System.nanoTime() - lastPollerNs;
+                    if (sincePoll < POLLER_ACTIVE_NS) {
+                        // An application thread is busy-polling and receives on its own thread: stay off
+                        // the socket, so that a datagram wakes nobody. A thread blocked in poll(2) is woken
+                        // by every datagram the peer sends (on loopback, inside the peer's sendto), and on
+                        // two cores that wake-up preempts a spinning poller: it cost a ping-pong most of
+                        // its latency. A program that waits on memory rather than on a CQ (perftest's
+                        // write_lat) has no poller, and then this agent receives within the window.
+                        java.util.concurrent.locks.LockSupport.parkNanos(POLLER_ACTIVE_NS - sincePoll);
                         continue;
                     }
-                    if (!drain() && System.nanoTime() - lastPollerNs < POLLER_ACTIVE_NS) {
-                        // A poller took the datagrams (or holds the receive lock): let it go on without
-                        // being woken for each of them. A program that waits on memory rather than on a
-                        // CQ (perftest's write_lat) has no poller, and then this agent receives at once.
-                        java.util.concurrent.locks.LockSupport.parkNanos(20_000);
+                    // ACKs a poller deferred and did not send itself (it went quiet): this agent sends them
+                    device.flushAcksIfPending();
+                    // Shortly after polling stopped, wake often: a poller that started again after the check
+                    // above may defer an ACK whose datagram this agent will never see (bounded ACK delay).
+                    long wait = sincePoll < RECENT_POLLER_NS ? 1 : RX_POLL_MS;
+                    if (!socket.awaitReadable(wait)) {
+                        continue;
                     }
+                    drain(false);
                 } catch (ClosedChannelException e) {
                     return;
                 } catch (IOException e) {
@@ -162,7 +175,7 @@ final class RoceLink implements Link {
         boolean poll() {
             lastPollerNs = System.nanoTime();
             try {
-                return drain();
+                return drain(true);
             } catch (IOException e) {
                 return false;
             }
@@ -173,7 +186,7 @@ final class RoceLink implements Link {
          *
          * @return whether a datagram was received
          */
-        private boolean drain() throws IOException {
+        private boolean drain(boolean poller) throws IOException {
             if (!rxLock.tryLock()) {
                 return false;
             }
@@ -182,15 +195,20 @@ final class RoceLink implements Link {
                 if (n == 0) {
                     return false;
                 }
-                dispatch(n);
+                dispatch(n, poller);
                 return true;
             } finally {
                 rxLock.unlock();
             }
         }
 
-        private void dispatch(int n) {
+        /**
+         * @param poller whether an application thread dispatches (it may defer ACKs to its next verbs call);
+         *               else every ACK made, and any left deferred, leaves before the lock is released
+         */
+        private void dispatch(int n, boolean poller) {
             device.fabric.lockEngine();
+            device.deferAcks(poller);
             try {
                 for (int i = 0; i < n; i++) {
                     SockAddr from = batch.address(i);
@@ -220,6 +238,10 @@ final class RoceLink implements Link {
                 // A bug must not kill the receiver: count it; RC recovers the packet by retransmission.
                 device.count(SoftCounter.ROCE_RX_ERRORS);
             } finally {
+                device.deferAcks(false);
+                if (!poller) {
+                    device.flushAcks();
+                }
                 device.fabric.engine.unlock();
             }
         }

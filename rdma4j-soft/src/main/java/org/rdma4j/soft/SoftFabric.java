@@ -218,6 +218,52 @@ public final class SoftFabric implements AutoCloseable {
     }
 
     /** Stops the timer agent. Devices stay usable for closing their objects. */
+    // ------------------------------------------------------------------ deferred ACKs (Responder.ackRequested)
+
+    /**
+     * QPs whose responder holds a deferred ACK: engine lock. Kept per fabric, not per device, so that any
+     * verbs call on any of the fabric's devices sends them: a thread that drives several devices must not
+     * leave one device's ACKs waiting while it polls another.
+     */
+    private final java.util.ArrayList<SoftQp> ackQps = new java.util.ArrayList<>();
+    /** Whether {@link #ackQps} may be non-empty: read without the lock, as a hint. */
+    private volatile boolean acksPending;
+
+    /** Records that {@code qp}'s responder holds a deferred ACK (engine lock). */
+    void ackDeferred(SoftQp qp) {
+        if (!qp.ackListed) {
+            qp.ackListed = true;
+            ackQps.add(qp);
+        }
+        acksPending = true;
+    }
+
+    /** Sends every deferred ACK (engine lock). */
+    void flushAcks() {
+        if (!acksPending) {
+            return;
+        }
+        for (int i = 0; i < ackQps.size(); i++) {
+            SoftQp qp = ackQps.get(i);
+            qp.ackListed = false;
+            qp.responder.flushAck();
+        }
+        ackQps.clear();
+        acksPending = false;
+    }
+
+    /** Sends every deferred ACK, taking the engine lock only if there may be one. */
+    void flushAcksIfPending() {
+        if (acksPending) {
+            lockEngine();
+            try {
+                flushAcks();
+            } finally {
+                engine.unlock();
+            }
+        }
+    }
+
     @Override
     public void close() {
         closed = true;

@@ -90,6 +90,8 @@ final class SoftQp extends SoftResource implements QueuePair {
     final Requester requester;
     final Completer completer;
     final Responder responder;
+    /** Whether this QP is on its device's list of deferred ACKs: engine lock. */
+    boolean ackListed;
 
     SoftQp(SoftPd pd, QpInitAttributes init) {
         this.pd = pd;
@@ -228,6 +230,8 @@ final class SoftQp extends SoftResource implements QueuePair {
     }
 
     private void modifyLocked(QpAttributes a) {
+        // what the responder acknowledged so far goes out before the QP changes (rxe sent it at receive time)
+        device.flushAcks();
         int mask = a.mask();
         QpState cur = state;
         if (a.has(QpAttrMask.CUR_STATE) && a.curState() != cur) {
@@ -543,6 +547,7 @@ final class SoftQp extends SoftResource implements QueuePair {
                 return false;
             }
             afterPost();
+            device.flushAcks(); // after this post's packets: an answer leaves before the ACKs it follows
             return true;
         } finally {
             fabric.engine.unlock();
@@ -560,6 +565,7 @@ final class SoftQp extends SoftResource implements QueuePair {
             if (n > 0) {
                 afterPost();
             }
+            device.flushAcks();
             return n;
         } finally {
             fabric.engine.unlock();
@@ -789,6 +795,7 @@ final class SoftQp extends SoftResource implements QueuePair {
                 throw new VerbsException(Errno.EBUSY, "QP " + qpn + " is still attached to multicast group(s) "
                         + mcastGroups + "; detach them first");
             }
+            device.flushAcks(); // acknowledged before it goes, as rxe had at receive time
             closed = true;
             state = QpState.RESET;
             retransDeadline = 0;
