@@ -45,21 +45,26 @@ import org.rdma4j.verbs.WorkCompletion;
 import org.rdma4j.verbs.WrOpcode;
 
 /**
- * An IPoIB interface in datagram mode (RFC 4391): a TUN interface whose IPv4 packets travel as UD messages
- * with the 4-byte IPoIB header, and ARP with 20-byte hardware addresses over the partition's broadcast
- * group, which the interface's UD QP joins.
+ * An IPoIB interface: a TUN interface whose IPv4 packets travel as UD messages with the 4-byte IPoIB header
+ * (RFC 4391 datagram mode), and ARP with 20-byte hardware addresses over the partition's broadcast group,
+ * which the interface's UD QP joins; in connected mode (RFC 4755) unicast packets to neighbours that offer
+ * it travel on RC connections with a 65520-byte MTU (see docs/ipoib.md for the connection exchange, which
+ * rdma4j carries over UD instead of the IB CM).
  *
- * <p>Data path. Receive: a ring of pre-posted buffers (40-byte GRH area + header + MTU) in one registered
- * region; each poll takes up to 32 completions and reposts their buffers as one chain (batched refill);
- * the receive thread sleeps on the CQ's completion channel when idle. Send: the TUN packet is read straight
- * into a slot of a registered send ring behind room for the header, so a packet is posted where it was
- * read; one send in 16 is signalled (completion moderation) and its completion frees every earlier slot,
- * since a UD send queue completes in order. ARP and packets that waited for resolution use a second, small
- * ring, each send signalled. Nothing is allocated per packet on either path. Buffers are registered memory
- * regions; mapping them through the DMA-mapping API is left for when that API is in main.
+ * <p>Data path. Packet buffers are DMA-mapped through {@link Context#dma()}, not registered. Receive: a ring
+ * of pre-posted buffers (40-byte GRH area + header + UD MTU), mapped once; each poll takes up to 32
+ * completions and reposts their buffers as one chain; in connected mode an SRQ of 64 KiB buffers feeds
+ * every receiving RC QP and completes on the same CQ; the receive thread sleeps on the CQ's completion
+ * channel when idle. Send (datagram mode): the TUN packet is read straight into a slot of a send ring
+ * behind room for the header, mapped and posted from there; one send in 16 is signalled and its completion
+ * unmaps every earlier slot, since a UD send queue completes in order. Send (connected mode): the TUN read
+ * lands in a free 64 KiB buffer, posted as one signalled RC SEND and unmapped at its completion. ARP,
+ * connection messages and packets that waited for resolution use a small control ring, each send
+ * signalled. Nothing is allocated per packet on the data paths.
  *
- * <p>Threads: {@code ipoib-tx-<if>} (TUN to fabric) and {@code ipoib-rx-<if>} (fabric to TUN, ARP, aging);
- * the neighbour table and the send rings are guarded by one lock.
+ * <p>Threads: {@code ipoib-tx-<if>} (TUN to fabric) and {@code ipoib-rx-<if>} (fabric to TUN, ARP,
+ * connection messages, aging); the neighbour table, the connections and the send rings are guarded by one
+ * lock.
  */
 public final class IpoibInterface implements AutoCloseable {
     private static final int RX_RING = 1024;
@@ -643,7 +648,7 @@ public final class IpoibInterface implements AutoCloseable {
     private TxConn connFor(NeighbourCache.Entry<AddressHandle> e) {
         HardwareAddress hw = e.hardware();
         TxConn c = findTx(e.ip());
-        if (c != null && !c.peer.equals(hw)) {
+        if (c != null && c.peer != hw && !c.peer.equals(hw)) {
             dropTx(c);
             c = null;
         }
