@@ -90,6 +90,7 @@ final class Responder {
     }
 
     void reset() {
+        ackPending = false;
         psn = 0;
         ackPsn = 0;
         msn = 0;
@@ -745,14 +746,25 @@ final class Responder {
      * acknowledgements: an ACK acknowledges every PSN up to its own).
      */
     private void ackRequested(int ackedPsn) {
-        if (!qp.device.deferringAcks()) {
+        boolean poller = qp.device.deferringAcks();
+        // On a wire, the requests one receive batch delivers (dispatched under one engine lock) get one ACK
+        // too, for the newest that asked, sent when the burst ends (SoftFabric.unlockEngine) or before any
+        // other response of this QP: each ACK costs a packet and a system call on both sides, and a stream
+        // of small messages asks for one per message. rxe acknowledges each, which is also valid.
+        boolean burst = !poller && qp.peer == null && qp.device.onWire();
+        if (!poller && !burst) {
             sendAck(UNLIMITED, ackedPsn);
             return;
         }
-        ackPending = true;
         pendingAckPsn = ackedPsn;
         pendingAckMsn = msn;
-        qp.device.ackDeferred(qp);
+        if (poller) {
+            ackPending = true;
+            qp.device.ackDeferred(qp);
+        } else if (!ackPending) {
+            ackPending = true;
+            qp.fabric.deferAck(this);
+        }
     }
 
     /** Sends the deferred ACK, if any (engine lock). */

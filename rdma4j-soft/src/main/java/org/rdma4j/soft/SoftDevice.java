@@ -160,6 +160,11 @@ public final class SoftDevice implements Device {
         counters[c.ordinal()]++;
     }
 
+    /** Engine lock held. */
+    void count(SoftCounter c, long n) {
+        counters[c.ordinal()] += n;
+    }
+
     boolean portActive() {
         return portState == PortState.ACTIVE;
     }
@@ -259,7 +264,7 @@ public final class SoftDevice implements Device {
         try {
             count(c);
         } finally {
-            fabric.engine.unlock();
+            fabric.unlockEngine();
         }
     }
 
@@ -443,7 +448,7 @@ public final class SoftDevice implements Device {
         try {
             link = l;
         } finally {
-            fabric.engine.unlock();
+            fabric.unlockEngine();
         }
     }
 

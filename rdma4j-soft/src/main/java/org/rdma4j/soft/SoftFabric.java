@@ -122,7 +122,7 @@ public final class SoftFabric implements AutoCloseable {
             byGid.remove(d.gid(0));
             d.attachRoce(link, config.resolveMtu());
         } finally {
-            engine.unlock();
+            unlockEngine();
         }
         for (int i = 0; i < d.gidTableLength(); i++) {
             byGid.put(d.gid(i), d);
@@ -171,6 +171,50 @@ public final class SoftFabric implements AutoCloseable {
 
     private static final int ENGINE_SPINS = 4_000;
 
+    /**
+     * Links holding packets of the current burst (engine lock): a RoCE link batches the packets the engine
+     * emits while it holds the lock (segments of one or more messages, READ responses, ACKs) into one
+     * system call, and {@link #unlockEngine} sends them before the lock is released, so no packet waits
+     * past the burst that made it.
+     */
+    private final java.util.ArrayList<RoceLink> pendingTx = new java.util.ArrayList<>(2);
+
+    /** Engine lock held: {@code link} queued packets that must leave before the outermost unlock. */
+    void pendingTransmit(RoceLink link) {
+        if (!pendingTx.contains(link)) {
+            pendingTx.add(link);
+        }
+    }
+
+    /**
+     * Releases the engine lock taken by {@link #lockEngine}; the outermost release first sends what the
+     * links batched during the burst (the flush point of {@link RoceLink}'s send batching).
+     */
+    void unlockEngine() {
+        if ((!pendingTx.isEmpty() || !pendingAcks.isEmpty()) && engine.getHoldCount() == 1) {
+            flushPending();
+        }
+        engine.unlock();
+    }
+
+    /** Responders holding a coalesced ACK for the current burst (engine lock). */
+    private final java.util.ArrayList<Responder> pendingAcks = new java.util.ArrayList<>(4);
+
+    /** Engine lock held: {@code r} holds an ACK to send before the outermost unlock. */
+    void deferAck(Responder r) {
+        pendingAcks.add(r); // at most once per burst: the responder registers when its first ACK is deferred
+    }
+
+    private void flushPending() {
+        for (int i = 0; i < pendingAcks.size(); i++) {
+            pendingAcks.get(i).flushAck(); // queues on the links; sent below
+        }
+        pendingAcks.clear();
+        while (!pendingTx.isEmpty()) {
+            pendingTx.remove(pendingTx.size() - 1).flush(); // a flush only makes system calls: it adds nothing
+        }
+    }
+
     /** @return the device owning a GID on this fabric, or null */
     SoftDevice deviceFor(Gid gid) {
         return gid == null ? null : byGid.get(gid);
@@ -203,7 +247,7 @@ public final class SoftFabric implements AutoCloseable {
                 d.link = defaultLink;
             }
         } finally {
-            engine.unlock();
+            unlockEngine();
         }
     }
 
@@ -259,7 +303,7 @@ public final class SoftFabric implements AutoCloseable {
             try {
                 flushAcks();
             } finally {
-                engine.unlock();
+                unlockEngine(); // sends what flushAcks queued on the links
             }
         }
     }

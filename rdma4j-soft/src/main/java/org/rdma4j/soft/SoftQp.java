@@ -33,8 +33,12 @@ import org.rdma4j.verbs.WrOpcode;
  * {@link Completer} under the fabric's engine lock. Thread-safe.
  */
 final class SoftQp extends SoftResource implements QueuePair {
-    /** rxe RXE_MAX_UNACKED_PSNS: the requester's window. */
-    static final int MAX_UNACKED_PSNS = 128;
+    /**
+     * The requester's window: rxe RXE_MAX_UNACKED_PSNS (128) unless {@code -Drdma4j.soft.window=N} (1..2^22,
+     * within IBA's limit of 2^23 unacknowledged PSNs) asks for another, for measuring how bandwidth depends on
+     * it (docs/benchmarks.md).
+     */
+    static final int MAX_UNACKED_PSNS = Math.clamp(Integer.getInteger("rdma4j.soft.window", 128), 1, 1 << 22);
 
     final SoftPd pd;
     final SoftDevice device;
@@ -161,7 +165,7 @@ final class SoftQp extends SoftResource implements QueuePair {
         try {
             this.qpn = device.addQp(this);
         } finally {
-            fabric.engine.unlock();
+            fabric.unlockEngine();
         }
         scq.users.incrementAndGet();
         rcq.users.incrementAndGet();
@@ -203,7 +207,7 @@ final class SoftQp extends SoftResource implements QueuePair {
         try {
             return state;
         } finally {
-            fabric.engine.unlock();
+            fabric.unlockEngine();
         }
     }
 
@@ -225,7 +229,7 @@ final class SoftQp extends SoftResource implements QueuePair {
         try {
             modifyLocked(a);
         } finally {
-            fabric.engine.unlock();
+            fabric.unlockEngine();
         }
     }
 
@@ -378,7 +382,7 @@ final class SoftQp extends SoftResource implements QueuePair {
             a.sqDraining(state == QpState.SQD && compIdx != sqHead);
             return a;
         } finally {
-            fabric.engine.unlock();
+            fabric.unlockEngine();
         }
     }
 
@@ -550,7 +554,7 @@ final class SoftQp extends SoftResource implements QueuePair {
             device.flushAcks(); // after this post's packets: an answer leaves before the ACKs it follows
             return true;
         } finally {
-            fabric.engine.unlock();
+            fabric.unlockEngine();
         }
     }
 
@@ -568,7 +572,7 @@ final class SoftQp extends SoftResource implements QueuePair {
             device.flushAcks();
             return n;
         } finally {
-            fabric.engine.unlock();
+            fabric.unlockEngine();
         }
     }
 
@@ -731,7 +735,7 @@ final class SoftQp extends SoftResource implements QueuePair {
                     flushRecvQueue();
                 }
             } finally {
-                fabric.engine.unlock();
+                fabric.unlockEngine();
             }
         }
         return true;
@@ -753,7 +757,7 @@ final class SoftQp extends SoftResource implements QueuePair {
                 mcastGroups.add(mgid);
             }
         } finally {
-            fabric.engine.unlock();
+            fabric.unlockEngine();
         }
     }
 
@@ -766,7 +770,7 @@ final class SoftQp extends SoftResource implements QueuePair {
             device.detachMcast(this, mgid);
             mcastGroups.remove(mgid);
         } finally {
-            fabric.engine.unlock();
+            fabric.unlockEngine();
         }
     }
 
@@ -803,7 +807,7 @@ final class SoftQp extends SoftResource implements QueuePair {
             fabric.timers.unwatch(this);
             device.removeQp(qpn);
         } finally {
-            fabric.engine.unlock();
+            fabric.unlockEngine();
         }
         sendCq.users.decrementAndGet();
         recvCq.users.decrementAndGet();
