@@ -47,5 +47,29 @@ public enum IpoibCounter {
     /** RX drop: the TUN interface did not take the packet (its queue was full). */
     RX_DROP_TUN,
     /** Receive completions in error (other than flushes at close). */
-    RX_ERRORS
+    RX_ERRORS,
+    /** Connected mode: IP packets sent as RC messages (also in TX_PACKETS). */
+    TX_CM_PACKETS,
+    /** Connected mode: IP packets received on RC connections (also in RX_PACKETS). */
+    RX_CM_PACKETS,
+    /** Connected mode: connection requests sent (first ones and retries). */
+    CM_REQ_SENT,
+    /** Connected mode: connections this side opened that reached RTS (a REP came). */
+    CM_CONNECTED,
+    /** Connected mode: connections a peer opened to us that we accepted (REP sent). */
+    CM_ACCEPTED,
+    /** Connected mode: requests refused (datagram mode here, or too many connections). */
+    CM_REJ_SENT,
+    /** Connected mode: our requests the peer refused (that neighbour then gets datagrams). */
+    CM_REJ_RECEIVED,
+    /** Connected mode: neighbours that did not answer our requests (they get datagrams for a while). */
+    CM_FALLBACK,
+    /** Connected mode: connections torn down after a send completed in error (the next packet reconnects). */
+    CM_TX_ERRORS,
+    /** TX drop: larger than the path allows (datagram-only neighbour or group); an ICMP "fragmentation needed" went to the stack. */
+    TX_DROP_TOO_BIG,
+    /** TX drop: larger than the UD MTU while the neighbour's connection is being set up. */
+    TX_DROP_CM_CONNECTING,
+    /** RX drop: a connection message that is malformed, spoofed, or for no connection we have. */
+    RX_DROP_BAD_CM
 }

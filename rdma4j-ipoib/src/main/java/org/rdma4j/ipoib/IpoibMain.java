@@ -29,7 +29,10 @@ public final class IpoibMain {
               -d, --ib-dev DEV     verbs device (default: the first one)
               --ifname NAME        TUN interface to create (default ib0)
               --addr A.B.C.D/N     the interface's IPv4 address and prefix length (required)
-              --mtu N              IPoIB MTU (default: min(2044, port MTU - 4))
+              --mode MODE          datagram (RFC 4391, the default) or connected (RFC 4755: RC connections to
+                                   neighbours that offer them, as /sys/class/net/ib0/mode in Linux)
+              --mtu N              interface MTU (default: min(2044, port MTU - 4) in datagram mode, 65520 in
+                                   connected mode)
               --pkey HEX           partition key (default ffff)
               --qkey HEX           broadcast group Q_Key (default 0x0b1b, OpenSM's)
               --reachable-ms N     how long a learned neighbour stays valid without ARP traffic (default 60000)
@@ -52,6 +55,7 @@ public final class IpoibMain {
         int pkey = Ipoib.DEFAULT_PKEY;
         int qkey = Ipoib.DEFAULT_QKEY;
         long reachableMs = 60_000;
+        IpoibInterface.Mode mode = IpoibInterface.Mode.DATAGRAM;
         try {
             for (int i = 0; i < args.length; i++) {
                 String a = args[i];
@@ -60,6 +64,11 @@ public final class IpoibMain {
                     case "--ifname" -> ifname = value(args, ++i, a);
                     case "--addr" -> addr = value(args, ++i, a);
                     case "--mtu" -> mtu = Integer.parseInt(value(args, ++i, a));
+                    case "--mode" -> mode = switch (value(args, ++i, a)) {
+                        case "datagram" -> IpoibInterface.Mode.DATAGRAM;
+                        case "connected" -> IpoibInterface.Mode.CONNECTED;
+                        default -> throw new IllegalArgumentException("--mode is datagram or connected");
+                    };
                     case "--pkey" -> pkey = Integer.parseInt(strip(value(args, ++i, a)), 16);
                     case "--qkey" -> qkey = (int) Long.parseLong(strip(value(args, ++i, a)), 16);
                     case "--reachable-ms" -> reachableMs = Long.parseLong(value(args, ++i, a));
@@ -96,7 +105,7 @@ public final class IpoibMain {
             return 1;
         }
         IpoibInterface.Config cfg = new IpoibInterface.Config(ifname, ip, prefix, mtu, pkey, qkey, null,
-                NanoClock.SYSTEM, TimeUnit.MILLISECONDS.toNanos(reachableMs));
+                NanoClock.SYSTEM, TimeUnit.MILLISECONDS.toNanos(reachableMs), mode);
         IpoibInterface iface;
         Device device;
         try {
@@ -112,7 +121,8 @@ public final class IpoibMain {
             return 1;
         }
         synchronized (out) {
-            out.println("ipoib: " + iface.name() + " up on " + device.name() + ", " + addr + ", mtu " + iface.mtu()
+            out.println("ipoib: " + iface.name() + " up on " + device.name() + ", " + addr + ", mode "
+                    + mode.name().toLowerCase(java.util.Locale.ROOT) + ", mtu " + iface.mtu()
                     + ", lladdr " + iface.hardwareAddress() + ", broadcast " + iface.broadcastGid());
             out.flush();
         }

@@ -31,6 +31,19 @@ public interface PacketPort extends AutoCloseable {
      */
     boolean write(MemorySegment packet, int length) throws IOException;
 
+    /**
+     * Hands a packet the interface makes itself (ICMP) to the stack from the transmit thread, while the
+     * receive thread may be in {@link #write}: the default is {@link #write}, for ports that allow that.
+     *
+     * @param packet a segment holding it at offset 0
+     * @param length its length
+     * @return false if the stack did not take it
+     * @throws IOException on another error
+     */
+    default boolean writeControl(MemorySegment packet, int length) throws IOException {
+        return write(packet, length);
+    }
+
     /** Releases the port; a reader waiting in {@link #read} returns -1 within its timeout. */
     @Override
     void close();

@@ -41,6 +41,7 @@ public final class TunDevice implements PacketPort {
     private final String name;
     private final MemorySegment readState = Native.newCallState(arena);
     private final MemorySegment writeState = Native.newCallState(arena);
+    private final MemorySegment controlState = Native.newCallState(arena);
     private final MemorySegment pollFd = arena.allocate(8, 8);
     private volatile boolean closed;
 
@@ -202,12 +203,28 @@ public final class TunDevice implements PacketPort {
         if (length < 0 || length > packet.byteSize()) {
             throw new IndexOutOfBoundsException("length " + length + " outside a " + packet.byteSize() + "-byte segment");
         }
-        long n = Native.write(writeState, fd, packet, length);
+        return write(writeState, packet, length);
+    }
+
+    /** As {@link #write}, with its own call state, for a second writer thread (one at a time). */
+    @Override
+    public synchronized boolean writeControl(MemorySegment packet, int length) throws IOException {
+        if (closed) {
+            return false;
+        }
+        return write(controlState, packet, length);
+    }
+
+    private boolean write(MemorySegment state, MemorySegment packet, int length) throws IOException {
+        if (length < 0 || length > packet.byteSize()) {
+            throw new IndexOutOfBoundsException("length " + length + " outside a " + packet.byteSize() + "-byte segment");
+        }
+        long n = Native.write(state, fd, packet, length);
         if (n == length) {
             return true;
         }
         if (n < 0) {
-            int e = Native.errno(writeState);
+            int e = Native.errno(state);
             if (e == Native.EAGAIN || e == Native.EINTR) {
                 return false;
             }

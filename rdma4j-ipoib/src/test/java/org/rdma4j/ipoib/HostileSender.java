@@ -31,7 +31,8 @@ import org.rdma4j.verbs.WrOpcode;
 
 /**
  * Sends wrong and hostile IPoIB messages to an interface from another host of the fabric, for the namespace
- * test: {@code HostileSender DEV TARGET_IP TARGET_QPN VICTIM_IP VICTIM_QPN}. Prints "hostile sent N" once
+ * test: {@code HostileSender DEV TARGET_IP TARGET_QPN VICTIM_IP VICTIM_QPN [cm]} (with {@code cm}: the
+ * connection messages of {@link #sendCm} instead). Prints "hostile sent N" once
  * every message has left. What each message must make the receiver count is listed in {@link #EXPECTED}.
  */
 public final class HostileSender {
@@ -51,6 +52,11 @@ public final class HostileSender {
         Gid victim = Gid.ofInetAddress(InetAddress.getByName(args[3]));
         int victimQpn = Integer.parseInt(args[4], 16);
         try (Context ctx = Verbs.device(args[0]).open()) {
+            if (args.length > 5 && args[5].equals("cm")) {
+                System.out.println("hostile sent " + sendCm(ctx, target, targetQpn, victimQpn));
+                System.out.flush();
+                return;
+            }
             int sent = sendAll(ctx, target, targetQpn, victim, victimQpn, Ipoib.broadcastGidIpv4(Ipoib.DEFAULT_PKEY));
             System.out.println("hostile sent " + sent);
             System.out.flush();
@@ -116,6 +122,122 @@ public final class HostileSender {
             cq.close();
             pd.close();
             return sent;
+        }
+    }
+
+    /** Counter increments the target of {@link #sendCm} must show. */
+    static final String EXPECTED_CM = "rx_drop_bad_cm=9";
+
+    /**
+     * Sends nine wrong connection messages (connected mode) to an interface's UD QP: each must be dropped and
+     * counted as rx_drop_bad_cm, and none may open a connection.
+     *
+     * @param ctx       an open device of the fabric (not the target's)
+     * @param target    the target interface's GID
+     * @param targetQpn its UD QPN
+     * @param victimQpn a QPN the spoofed request claims as its sender (ours + 1 if it is ours)
+     * @return how many were sent (9)
+     */
+    static int sendCm(Context ctx, Gid target, int targetQpn, int victimQpn) {
+        try (Arena arena = Arena.ofShared()) {
+            Host h = new Host(ctx, arena, target);
+            MemorySegment m = h.mr.segment();
+            int me = h.qp.qpNum();
+            long sid = CmMessage.serviceId(targetQpn);
+            int sent = 0;
+            long off = 0;
+            // 1: ten bytes, no room for a message -> length
+            Ipoib.writeHeader(m, off, CmMessage.TYPE);
+            sent += h.send(off, 4 + 10, targetQpn);
+            // 2: version 2
+            off += 256;
+            Ipoib.writeHeader(m, off, CmMessage.TYPE);
+            CmMessage.write(m, off + 4, CmMessage.OP_REQ, 7, 0, sid, 0x99, 1, me, 65524);
+            m.set(ValueLayout.JAVA_BYTE, off + 4, (byte) 2);
+            sent += h.send(off, 4 + CmMessage.BYTES, targetQpn);
+            // 3: unknown operation 9
+            off += 256;
+            Ipoib.writeHeader(m, off, CmMessage.TYPE);
+            CmMessage.write(m, off + 4, 9, 7, 0, sid, 0x99, 1, me, 65524);
+            sent += h.send(off, 4 + CmMessage.BYTES, targetQpn);
+            // 4: a REQ for another interface's service (UD QPN + 1)
+            off += 256;
+            Ipoib.writeHeader(m, off, CmMessage.TYPE);
+            CmMessage.write(m, off + 4, CmMessage.OP_REQ, 7, 0, CmMessage.serviceId(targetQpn + 1), 0x99, 1, me, 65524);
+            sent += h.send(off, 4 + CmMessage.BYTES, targetQpn);
+            // 5: a REQ whose private data claims another sender's UD QPN (spoofed)
+            off += 256;
+            Ipoib.writeHeader(m, off, CmMessage.TYPE);
+            CmMessage.write(m, off + 4, CmMessage.OP_REQ, 7, 0, sid, 0x99, 1, victimQpn != me ? victimQpn : me + 1, 65524);
+            sent += h.send(off, 4 + CmMessage.BYTES, targetQpn);
+            // 6: a REQ offering a receive MTU too small for IPv4 (100)
+            off += 256;
+            Ipoib.writeHeader(m, off, CmMessage.TYPE);
+            CmMessage.write(m, off + 4, CmMessage.OP_REQ, 7, 0, sid, 0x99, 1, me, 100);
+            sent += h.send(off, 4 + CmMessage.BYTES, targetQpn);
+            // 7, 8, 9: REP, RTU, REJ for connections that do not exist
+            for (int op : new int[] {CmMessage.OP_REP, CmMessage.OP_RTU, CmMessage.OP_REJ}) {
+                off += 256;
+                Ipoib.writeHeader(m, off, CmMessage.TYPE);
+                CmMessage.write(m, off + 4, op, 7, 0x1234_5678, sid, 0x99, 1, me, 65524);
+                sent += h.send(off, 4 + CmMessage.BYTES, targetQpn);
+            }
+            h.close();
+            return sent;
+        }
+    }
+
+    /**
+     * Sends an ARP request to an interface from a UD QP that then disappears, its hardware address offering
+     * connected mode: a neighbour that will never answer the target's connection requests.
+     *
+     * @param ctx       an open device of the fabric
+     * @param target    the target's GID
+     * @param targetQpn its UD QPN
+     * @param ownIp     the IPv4 address the request claims
+     * @param targetIp  the target's IPv4 address
+     */
+    static void announceMuteConnectedNeighbour(Context ctx, Gid target, int targetQpn, int ownIp, int targetIp) {
+        try (Arena arena = Arena.ofShared()) {
+            Host h = new Host(ctx, arena, target);
+            HardwareAddress me = new HardwareAddress(IpoibInterface.FLAG_RC, h.qp.qpNum(), ctx.queryGid(1, 0));
+            Ipoib.writeHeader(h.mr.segment(), 0, Ipoib.TYPE_ARP);
+            new ArpPacket().wrap(h.mr.segment(), 4).write(ArpPacket.OP_REQUEST, me, ownIp, null, targetIp);
+            h.send(0, 4 + ArpPacket.BYTES, targetQpn);
+            h.close();
+        }
+    }
+
+    /** A UD QP with a registered buffer and an address handle to one target. */
+    private static final class Host {
+        final ProtectionDomain pd;
+        final CompletionQueue cq;
+        final QueuePair qp;
+        final MemoryRegion mr;
+        final AddressHandle ah;
+
+        Host(Context ctx, Arena arena, Gid target) {
+            pd = ctx.allocPd();
+            cq = ctx.createCq(64, null, 0);
+            qp = pd.createQp(new QpInitAttributes().type(QpType.UD).sendCq(cq).recvCq(cq)
+                    .cap(new QpCapabilities(64, 1, 1, 1, 0)));
+            qp.modify(new QpAttributes().state(QpState.INIT).pkeyIndex(0).port(1).qkey(Ipoib.DEFAULT_QKEY));
+            qp.modify(new QpAttributes().state(QpState.RTR));
+            qp.modify(new QpAttributes().state(QpState.RTS).sqPsn(0));
+            mr = pd.regMr(arena.allocate(8 * 512, 64), EnumSet.of(AccessFlag.LOCAL_WRITE));
+            ah = pd.createAh(new AhAttributes().dgid(target).sgidIndex(0).portNum(1).hopLimit(64).global(true));
+        }
+
+        int send(long off, int len, int qpn) {
+            return HostileSender.send(qp, cq, mr, off, len, ah, qpn);
+        }
+
+        void close() {
+            ah.close();
+            mr.close();
+            qp.close();
+            cq.close();
+            pd.close();
         }
     }
 

@@ -184,6 +184,67 @@ class IpoibNamespaceTest {
         }
     }
 
+    /**
+     * Connected mode (RFC 4755) end to end: both daemons connect to each other over RC after ARP; ping both
+     * ways (also 30000-byte pings, one RC message each), the TCP copy with its SHA-256, iperf3 TCP and UDP;
+     * B restarted on the same RoCE address (so the same hardware address: only its start-up announcement tells
+     * A) is connected to again; the nine hostile connection messages are dropped and counted.
+     */
+    @Test
+    void connectedModePingTcpRestartAndHostileConnectionMessages() throws Exception {
+        Child a = daemon(nsA, "10.201.0.1", "10.200.0.1/24", "--mode", "connected", "--reachable-ms", "60000");
+        Child b = daemon(nsB, "10.201.0.2", "10.200.0.2/24", "--mode", "connected", "--reachable-ms", "60000");
+        String aUp = a.await(l -> l.startsWith("ipoib: ib0 up"), START_TIMEOUT_S, "interface up line");
+        String bUp = b.await(l -> l.startsWith("ipoib: ib0 up"), START_TIMEOUT_S, "interface up line");
+        assertTrue(aUp.contains("mode connected, mtu 65520"), aUp);
+        assertTrue(lladdr(aUp).startsWith("80:"), "RFC 4755: the address offers connected mode: " + aUp);
+
+        ping(nsA, "10.200.0.2");
+        ping(nsB, "10.200.0.1");
+        a.await(l -> l.startsWith("neighbour 10.200.0.2 connected"), 10, "A's connection to B");
+        b.await(l -> l.startsWith("neighbour 10.200.0.1 connected"), 10, "B's connection to A");
+        ping(nsA, "10.200.0.2", "-s", "30000");
+        ping(nsB, "10.200.0.1", "-s", "30000");
+
+        tcpCopy(8 << 20);
+        iperf3();
+
+        // restart B on the same address: same GID and first QPN, so the same hardware address; its gratuitous
+        // ARP at start makes A drop the connection to the old B and connect to the new one
+        String oldB = lladdr(bUp);
+        stop(b);
+        Child b2 = daemon(nsB, "10.201.0.2", "10.200.0.2/24", "--mode", "connected", "--reachable-ms", "60000");
+        String b2Up = b2.await(l -> l.startsWith("ipoib: ib0 up"), START_TIMEOUT_S, "restarted interface up line");
+        assertEquals(oldB, lladdr(b2Up), "the restarted daemon has the same hardware address");
+        a.await(l -> a.lines().stream().filter(x -> x.startsWith("neighbour 10.200.0.2 connected")).count() >= 2,
+                10, "A connected to the restarted B");
+        ping(nsA, "10.200.0.2"); // the new B learns A from the ARP its first reply needs, and connects
+        b2.await(l -> l.startsWith("neighbour 10.200.0.1 connected"), 10, "the new B's connection to A");
+        ping(nsA, "10.200.0.2", "-s", "30000");
+        ping(nsB, "10.200.0.1", "-s", "30000");
+        tcpCopy(1 << 20);
+
+        int aQpn = Integer.parseInt(newQpn(lladdr(aUp)), 16);
+        Child h = java(nsB, "rxe9=10.201.0.3", HostileSender.class.getName(), "rxe9", "10.201.0.1",
+                Integer.toHexString(aQpn), "10.201.0.2", Integer.toHexString(aQpn), "cm");
+        h.await(l -> l.startsWith("hostile sent 9"), START_TIMEOUT_S, "hostile sender report");
+        assertEquals(0, h.process().waitFor(10, TimeUnit.SECONDS) ? h.process().exitValue() : -1, h.text());
+        ping(nsA, "10.200.0.2", "-s", "30000");
+        Map<String, Long> counters = stop(a);
+        for (String expect : HostileSender.EXPECTED_CM.split(" ")) {
+            String[] kv = expect.split("=");
+            assertEquals(Long.parseLong(kv[1]), counters.get(kv[0]), kv[0] + " in A's report:\n" + a.text());
+        }
+        assertTrue(counters.get("rx_cm_packets") > 0 && counters.get("tx_cm_packets") > 0, a.text());
+        assertTrue(counters.get("cm_accepted") >= 2, "a connection from each B:\n" + a.text());
+        assertEquals(0L, counters.get("rx_errors"), a.text());
+        stop(b2);
+        for (Child c : List.of(a, b, b2)) {
+            assertTrue(c.lines().stream().noneMatch(l -> l.startsWith("ipoib: close:") || l.contains("thread stopped")),
+                    "clean shutdown, nothing leaked:\n" + c.text());
+        }
+    }
+
     private static String lladdr(String upLine) {
         Matcher m = Pattern.compile("lladdr ([0-9a-f:]+)").matcher(upLine);
         assertTrue(m.find(), upLine);
@@ -197,9 +258,11 @@ class IpoibNamespaceTest {
     }
 
     /** Neighbours stay valid 3 s here, so the test sees entries expire and get resolved again. */
-    private Child daemon(String ns, String roceAddr, String addr) throws IOException {
-        return java(ns, "rxe0=" + roceAddr, IpoibMain.class.getName(), "-d", "rxe0", "--ifname", "ib0", "--addr", addr,
-                "--reachable-ms", "3000");
+    private Child daemon(String ns, String roceAddr, String addr, String... more) throws IOException {
+        List<String> args = new ArrayList<>(List.of("-d", "rxe0", "--ifname", "ib0", "--addr", addr, "--reachable-ms",
+                "3000"));
+        args.addAll(List.of(more));
+        return java(ns, "rxe0=" + roceAddr, IpoibMain.class.getName(), args.toArray(String[]::new));
     }
 
     private Child java(String ns, String devices, String main, String... args) throws IOException {
@@ -237,8 +300,11 @@ class IpoibNamespaceTest {
         return m;
     }
 
-    private void ping(String ns, String to) throws Exception {
-        Result r = exec(30, "ip", "netns", "exec", ns, "ping", "-c", "3", "-i", "0.2", "-W", "2", to);
+    private void ping(String ns, String to, String... more) throws Exception {
+        List<String> cmd = new ArrayList<>(List.of("ip", "netns", "exec", ns, "ping", "-c", "3", "-i", "0.2", "-W", "2"));
+        cmd.addAll(List.of(more));
+        cmd.add(to);
+        Result r = exec(30, cmd.toArray(String[]::new));
         assertEquals(0, r.exit, "ping " + to + " from " + ns + ":\n" + r.out);
         assertTrue(r.out.contains("3 received"), r.out);
         System.out.println(r.out.lines().filter(l -> l.startsWith("rtt")).findFirst().orElse(r.out));

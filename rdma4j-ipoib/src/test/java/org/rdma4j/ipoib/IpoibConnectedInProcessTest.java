@@ -1,0 +1,254 @@
+package org.rdma4j.ipoib;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.net.Inet4Address;
+import java.net.InetAddress;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.rdma4j.common.ManualClock;
+import org.rdma4j.dma.DmaChecker;
+import org.rdma4j.dma.DmaConfig;
+import org.rdma4j.soft.SoftDevice;
+import org.rdma4j.soft.SoftFabric;
+import org.rdma4j.verbs.Context;
+
+/**
+ * Connected mode (RFC 4755) between interfaces on the in-process fabric, the IP side in memory: the
+ * connection exchange carried over UD, 64 KiB packets as single RC messages through the SRQ, fallback to
+ * datagrams (with ICMP "fragmentation needed" for what does not fit), reconnection after a restart, and
+ * hostile connection messages. Devices run with the DMA checker; subclasses run IOMMU and bounce buffers.
+ */
+class IpoibConnectedInProcessTest {
+    private static final long S = 1_000_000_000L;
+    private static final int IP_A = 0x0AC8_0001;
+    private static final int IP_B = 0x0AC8_0002;
+    private final ManualClock clock = new ManualClock();
+    private final SoftFabric fabric = new SoftFabric(clock);
+    private final MemoryPort portA = new MemoryPort("ibA");
+    private MemoryPort portB = new MemoryPort("ibB");
+    private final List<String> logA = new CopyOnWriteArrayList<>();
+    private final List<String> logB = new CopyOnWriteArrayList<>();
+    private IpoibInterface a;
+    private IpoibInterface b;
+    private SoftDevice devA;
+    private SoftDevice devB;
+
+    /** @return how the devices reach memory (virtual here), always with the checker on */
+    DmaConfig dmaConfig() {
+        return DmaConfig.virtual();
+    }
+
+    private void start(IpoibInterface.Mode modeB) throws Exception {
+        devA = fabric.addDevice("soft0", dmaConfig().withChecker(true));
+        devB = fabric.addDevice("soft1", dmaConfig().withChecker(true));
+        a = IpoibInterface.start(devA, config("10.200.0.1", IpoibInterface.Mode.CONNECTED), portA, logA::add);
+        b = IpoibInterface.start(devB, config("10.200.0.2", modeB), portB, logB::add);
+    }
+
+    private IpoibInterface.Config config(String ip, IpoibInterface.Mode mode) throws Exception {
+        return new IpoibInterface.Config("ib0", (Inet4Address) InetAddress.getByName(ip), 24, 0, Ipoib.DEFAULT_PKEY,
+                Ipoib.DEFAULT_QKEY, null, clock, 60 * S, mode);
+    }
+
+    @AfterEach
+    void stop() {
+        if (a != null) {
+            a.close();
+        }
+        if (b != null) {
+            b.close();
+        }
+        for (SoftDevice d : fabric.devices()) {
+            DmaChecker c = d.dma().checker();
+            if (c != null) {
+                assertEquals(List.of(), c.reports(), d.name() + ": DMA checker reports");
+                assertEquals(0, c.liveMappings(), d.name() + ": mappings left after close");
+            }
+        }
+        fabric.close();
+        assertTrue(logA.stream().noneMatch(l -> l.startsWith("ipoib: close:")), "A released everything: " + logA);
+        assertTrue(logB.stream().noneMatch(l -> l.startsWith("ipoib: close:")), "B released everything: " + logB);
+    }
+
+    /** An IPv4 packet (UDP-shaped, DF set) from src to dst, total length len. */
+    static byte[] ipv4(int src, int dst, int len, int seed) {
+        byte[] p = new byte[len];
+        p[0] = 0x45;
+        p[2] = (byte) (len >>> 8);
+        p[3] = (byte) len;
+        p[6] = 0x40;
+        p[8] = 64;
+        p[9] = 17;
+        for (int i = 0; i < 4; i++) {
+            p[12 + i] = (byte) (src >>> (24 - 8 * i));
+            p[16 + i] = (byte) (dst >>> (24 - 8 * i));
+        }
+        for (int i = 20; i < len; i++) {
+            p[i] = (byte) (i * 31 + seed);
+        }
+        return p;
+    }
+
+    private void await(BooleanSupplier cond, String what) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!cond.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                fail("not within 10 s: " + what + "\nA log " + logA + " neighbours " + a.neighbourLines() + "\n"
+                        + a.countersText() + "\nB log " + logB + " neighbours " + b.neighbourLines() + "\n"
+                        + b.countersText());
+            }
+            Thread.sleep(5);
+        }
+    }
+
+    private byte[] carry(MemoryPort from, MemoryPort to, byte[] p) throws InterruptedException {
+        from.toInterface.add(p);
+        byte[] got = to.fromInterface.poll(10, TimeUnit.SECONDS);
+        assertNotNull(got, "delivered; A: " + a.countersText() + " B: " + b.countersText());
+        assertArrayEquals(p, got);
+        return got;
+    }
+
+    @Test
+    void connectsAfterResolutionAndCarries64KiBPacketsAsSingleRcMessages() throws Exception {
+        start(IpoibInterface.Mode.CONNECTED);
+        assertEquals(65520, a.mtu(), "Linux IPOIB_CM_MTU");
+        assertEquals(IpoibInterface.FLAG_RC, a.hardwareAddress().flags(), "RFC 4755: the address offers connections");
+        carry(portA, portB, ipv4(IP_A, IP_B, 1000, 1)); // resolved by ARP, sent as a datagram
+        await(() -> a.neighbourLines().contains("10.200.0.2 reachable lladdr " + b.hardwareAddress() + " connected"),
+                "A connected to B");
+        await(() -> b.neighbourLines().contains("10.200.0.1 reachable lladdr " + a.hardwareAddress() + " connected"),
+                "B (which learned A from its request) connected to A");
+        assertEquals(1, a.counter(IpoibCounter.CM_CONNECTED));
+        assertEquals(1, a.counter(IpoibCounter.CM_ACCEPTED));
+        assertEquals(1, b.counter(IpoibCounter.CM_CONNECTED));
+        assertEquals(1, b.counter(IpoibCounter.CM_ACCEPTED));
+        for (int k = 0; k < 20; k++) {
+            carry(portA, portB, ipv4(IP_A, IP_B, k % 2 == 0 ? 65520 : 40 + k, 10 + k));
+            carry(portB, portA, ipv4(IP_B, IP_A, k % 3 == 0 ? 65520 : 3000 + k, 50 + k));
+        }
+        // (the stack has a packet just before the receiver counts it)
+        await(() -> b.counter(IpoibCounter.RX_CM_PACKETS) == 20, "every packet after the connection went on it");
+        await(() -> a.counter(IpoibCounter.RX_CM_PACKETS) == 20, "both ways");
+        assertEquals(20, a.counter(IpoibCounter.TX_CM_PACKETS));
+        assertEquals(0, a.counter(IpoibCounter.RX_DROP_BAD_CM) + b.counter(IpoibCounter.RX_DROP_BAD_CM));
+        // the group still gets datagrams
+        carry(portA, portB, ipv4(IP_A, 0x0AC8_00FF, 200, 99));
+    }
+
+    @Test
+    void datagramPeerGetsDatagramsAndWhatDoesNotFitGetsIcmpFragmentationNeeded() throws Exception {
+        start(IpoibInterface.Mode.DATAGRAM);
+        carry(portA, portB, ipv4(IP_A, IP_B, 2044, 1));
+        carry(portB, portA, ipv4(IP_B, IP_A, 2044, 2));
+        assertTrue(a.neighbourLines().contains("10.200.0.2 reachable lladdr " + b.hardwareAddress() + " datagram"),
+                a.neighbourLines().toString());
+        assertEquals(0, a.counter(IpoibCounter.CM_REQ_SENT), "B's address does not offer connected mode");
+        byte[] big = ipv4(IP_A, IP_B, 9000, 3);
+        portA.toInterface.add(big);
+        byte[] icmp = portA.fromInterface.poll(10, TimeUnit.SECONDS);
+        assertNotNull(icmp, "an ICMP error came back to A's stack");
+        assertEquals(20 + 8 + 28, icmp.length);
+        assertEquals(1, icmp[9], "ICMP");
+        assertEquals(3, icmp[20], "destination unreachable");
+        assertEquals(4, icmp[21], "fragmentation needed");
+        assertEquals(2044, ((icmp[26] & 0xFF) << 8) | (icmp[27] & 0xFF), "next-hop MTU: the UD MTU");
+        assertArrayEquals(java.util.Arrays.copyOfRange(big, 16, 20), java.util.Arrays.copyOfRange(icmp, 12, 16),
+                "from the destination");
+        assertArrayEquals(java.util.Arrays.copyOfRange(big, 0, 28), java.util.Arrays.copyOfRange(icmp, 28, 56),
+                "quotes the header and 8 bytes");
+        assertEquals(0, IpoibInterface.checksum(java.lang.foreign.MemorySegment.ofArray(icmp), 0, 20), "IP checksum");
+        assertEquals(0, IpoibInterface.checksum(java.lang.foreign.MemorySegment.ofArray(icmp), 20, 36), "ICMP checksum");
+        assertEquals(1, a.counter(IpoibCounter.TX_DROP_TOO_BIG));
+    }
+
+    @Test
+    void neighbourThatNeverAnswersGetsDatagramsAfterThreeRequests() throws Exception {
+        start(IpoibInterface.Mode.CONNECTED);
+        SoftDevice mute = fabric.addDevice("soft2");
+        try (Context ctx = mute.open()) {
+            HostileSender.announceMuteConnectedNeighbour(ctx, a.hardwareAddress().gid(), a.hardwareAddress().qpn(),
+                    0x0AC8_0009, IP_A);
+        }
+        await(() -> a.counter(IpoibCounter.CM_REQ_SENT) == 1, "A connects at once to the neighbour it learned");
+        assertTrue(a.neighbourLines().stream().anyMatch(l -> l.startsWith("10.200.0.9 ") && l.endsWith(" connecting")),
+                a.neighbourLines().toString());
+        for (int k = 2; k <= 3; k++) {
+            clock.advance(S);
+            long want = k;
+            await(() -> a.counter(IpoibCounter.CM_REQ_SENT) == want, "request " + k + " a second later");
+        }
+        // meanwhile datagram-sized packets go as datagrams, bigger ones wait (no ICMP: the connection may come)
+        portA.toInterface.add(ipv4(IP_A, 0x0AC8_0009, 5000, 1));
+        await(() -> a.counter(IpoibCounter.TX_DROP_CM_CONNECTING) == 1, "big packet dropped while connecting");
+        clock.advance(S);
+        await(() -> logA.contains("neighbour 10.200.0.9 did not answer connected-mode requests: datagram mode"),
+                "given up after three");
+        assertEquals(1, a.counter(IpoibCounter.CM_FALLBACK));
+        assertTrue(a.neighbourLines().stream().anyMatch(l -> l.startsWith("10.200.0.9 ") && l.endsWith(" datagram")),
+                a.neighbourLines().toString());
+        long tx = a.counter(IpoibCounter.TX_PACKETS);
+        portA.toInterface.add(ipv4(IP_A, 0x0AC8_0009, 1500, 2));
+        await(() -> a.counter(IpoibCounter.TX_PACKETS) == tx + 1, "a datagram to the fallen-back neighbour");
+        portA.toInterface.add(ipv4(IP_A, 0x0AC8_0009, 5000, 3));
+        byte[] icmp = portA.fromInterface.poll(10, TimeUnit.SECONDS);
+        assertNotNull(icmp, "now too big: ICMP fragmentation needed");
+        assertEquals(4, icmp[21]);
+        assertEquals(3, a.counter(IpoibCounter.CM_REQ_SENT), "no more requests until the retry time");
+    }
+
+    @Test
+    void connectionIsMadeAgainAfterThePeerRestarts() throws Exception {
+        start(IpoibInterface.Mode.CONNECTED);
+        carry(portA, portB, ipv4(IP_A, IP_B, 100, 1));
+        await(() -> a.counter(IpoibCounter.CM_CONNECTED) == 1 && b.counter(IpoibCounter.CM_CONNECTED) == 1, "connected");
+        carry(portA, portB, ipv4(IP_A, IP_B, 65520, 2));
+        HardwareAddress old = b.hardwareAddress();
+        b.close();
+        portB = new MemoryPort("ibB");
+        b = IpoibInterface.start(devB, config("10.200.0.2", IpoibInterface.Mode.CONNECTED), portB, logB::add);
+        // B's start-up announcement makes A learn its new QPN; the old connection goes, a new one is made
+        await(() -> a.neighbourLines().contains("10.200.0.2 reachable lladdr " + b.hardwareAddress() + " connected"),
+                "A connected to the new B (old " + old + ")");
+        assertEquals(2, a.counter(IpoibCounter.CM_CONNECTED));
+        for (int k = 0; k < 4; k++) {
+            carry(portA, portB, ipv4(IP_A, IP_B, 65520, 3 + k));
+        }
+        await(() -> b.counter(IpoibCounter.RX_CM_PACKETS) == 4, "all four on the new connection");
+        // the new B has not resolved A yet: a packet larger than a datagram cannot wait for that (it starts the
+        // resolution and is dropped), a small one does
+        portB.toInterface.add(ipv4(IP_B, IP_A, 65000, 8));
+        await(() -> b.counter(IpoibCounter.TX_DROP_UNRESOLVED) == 1, "not queued for resolution");
+        await(() -> b.counter(IpoibCounter.ARP_REQUESTS_SENT) == 2, "but resolution started");
+        carry(portB, portA, ipv4(IP_B, IP_A, 1000, 9));
+        await(() -> b.counter(IpoibCounter.CM_CONNECTED) == 1, "the new B connected to A");
+        carry(portB, portA, ipv4(IP_B, IP_A, 65000, 10));
+    }
+
+    @Test
+    void hostileConnectionMessagesAreDroppedAndCounted() throws Exception {
+        start(IpoibInterface.Mode.CONNECTED);
+        SoftDevice evil = fabric.addDevice("soft2");
+        try (Context ctx = evil.open()) {
+            assertEquals(9, HostileSender.sendCm(ctx, a.hardwareAddress().gid(), a.hardwareAddress().qpn(),
+                    b.hardwareAddress().qpn()));
+        }
+        await(() -> a.counter(IpoibCounter.RX_DROP_BAD_CM) == 9, "nine bad messages counted: " + a.countersText());
+        assertEquals(0, a.counter(IpoibCounter.CM_ACCEPTED), "none opened a connection");
+        assertEquals(0, a.counter(IpoibCounter.CM_REJ_SENT));
+        // A and B still connect and carry traffic
+        carry(portA, portB, ipv4(IP_A, IP_B, 100, 1));
+        await(() -> a.counter(IpoibCounter.CM_CONNECTED) == 1, "connected");
+        carry(portA, portB, ipv4(IP_A, IP_B, 65520, 2));
+    }
+}
