@@ -61,10 +61,13 @@ final class RoceLink implements Link {
 
     /** {@code -Drdma4j.roce.gso=false}: one datagram per packet (sendmmsg batches only), for comparisons. */
     /**
-     * How long the receive agent keeps polling its socket after the last datagram before it blocks again
-     * ({@code -Drdma4j.roce.rxSpinUs}, microseconds; 0 blocks at once).
+     * How long the receive agent keeps polling its socket after the last bulk receive before it blocks again
+     * ({@code -Drdma4j.roce.rxSpinUs}, microseconds). Off (0) by default: A/B runs on the shared two-core
+     * machine were inside the noise (64 KiB ib_write_bw between processes: 506 and 553 against 322 and 244
+     * MiB/s in one interleaved pair, 163 and 274 against 100 and 492 in another), and a spinning agent takes
+     * a core from everything else on such a host. docs/benchmarks.md.
      */
-    private static final long RX_SPIN_NS = Long.getLong("rdma4j.roce.rxSpinUs", 50) * 1000;
+    private static final long RX_SPIN_NS = Long.getLong("rdma4j.roce.rxSpinUs", 0) * 1000;
     /** A receive of at least this many datagrams is a stream's, worth spinning for. */
     private static final int BULK_DATAGRAMS = 4;
     /** Bound on one spin's iterations, whatever the clock says. */
