@@ -60,6 +60,18 @@ final class RoceLink implements Link {
     private static final long RECENT_POLLER_NS = 50_000_000;
 
     /** {@code -Drdma4j.roce.gso=false}: one datagram per packet (sendmmsg batches only), for comparisons. */
+    /**
+     * How long the receive agent keeps polling its socket after the last bulk receive before it blocks again
+     * ({@code -Drdma4j.roce.rxSpinUs}, microseconds). Off (0) by default: A/B runs on the shared two-core
+     * machine were inside the noise (64 KiB ib_write_bw between processes: 506 and 553 against 322 and 244
+     * MiB/s in one interleaved pair, 163 and 274 against 100 and 492 in another), and a spinning agent takes
+     * a core from everything else on such a host. docs/benchmarks.md.
+     */
+    private static final long RX_SPIN_NS = Long.getLong("rdma4j.roce.rxSpinUs", 0) * 1000;
+    /** A receive of at least this many datagrams is a stream's, worth spinning for. */
+    private static final int BULK_DATAGRAMS = 4;
+    /** Bound on one spin's iterations, whatever the clock says. */
+    private static final long MAX_RX_SPINS = 100_000_000L;
     private static final boolean GSO = !"false".equals(System.getProperty("rdma4j.roce.gso"));
     /** {@code -Drdma4j.roce.gro=false}: the receive sockets do not ask for coalesced datagrams. */
     private static final boolean GRO = !"false".equals(System.getProperty("rdma4j.roce.gro"));
@@ -169,6 +181,8 @@ final class RoceLink implements Link {
         private final Sgl payload = new Sgl(1);
         private final SockAddr lastFrom = new SockAddr();
         private Gid lastFromGid;
+        /** Whether the last receive took a bulk flow's worth: several datagrams, or a GRO train (rxLock). */
+        private boolean lastBulk;
         /** When an application thread last polled this socket (System.nanoTime). */
         private volatile long lastPollerNs;
 
@@ -201,7 +215,9 @@ final class RoceLink implements Link {
                     if (!socket.awaitReadable(wait)) {
                         continue;
                     }
-                    drain(false);
+                    if (drain(false) && lastBulk) {
+                        spinWhileTrafficFlows();
+                    }
                 } catch (ClosedChannelException e) {
                     return;
                 } catch (IOException e) {
@@ -210,6 +226,32 @@ final class RoceLink implements Link {
                     }
                     device.countOutsideEngine(SoftCounter.ROCE_RX_ERRORS);
                 }
+            }
+        }
+
+        /**
+         * After a bulk receive (several datagrams or a GRO train at once: a window of a stream, not the one
+         * packet of a ping-pong), keeps taking datagrams without blocking for as long as they keep coming, up to
+         * {@link #RX_SPIN_NS} after the last one (busy-poll, like a socket's SO_BUSY_POLL or NAPI): a flow
+         * whose receiver has no polling thread (the target of RDMA WRITEs, a READ's responder) otherwise pays
+         * a wake-up of this agent for every window of packets, and on a loaded two-core host that wake-up waits
+         * for a CPU. Stops at once when an application thread starts polling (it then receives itself).
+         */
+        private void spinWhileTrafficFlows() throws IOException {
+            if (RX_SPIN_NS <= 0) {
+                return;
+            }
+            long last = System.nanoTime();
+            for (long spins = 0; !closed && spins < MAX_RX_SPINS; spins++) {
+                if (drain(false)) {
+                    last = System.nanoTime();
+                    continue;
+                }
+                long now = System.nanoTime();
+                if (now - last > RX_SPIN_NS || now - lastPollerNs < POLLER_ACTIVE_NS) {
+                    return;
+                }
+                Thread.onSpinWait();
             }
         }
 
@@ -237,6 +279,7 @@ final class RoceLink implements Link {
                 if (n == 0) {
                     return false;
                 }
+                lastBulk = n >= BULK_DATAGRAMS || batch.segmentSize(0) != 0;
                 dispatch(n, poller);
                 return true;
             } finally {
