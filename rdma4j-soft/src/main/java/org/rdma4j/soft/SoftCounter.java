@@ -51,5 +51,19 @@ public enum SoftCounter {
     /** RoCE datagrams the socket refused to send (the packet is lost; RC retransmits it). */
     ROCE_TX_ERRORS,
     /** RoCE receive errors: socket errors, or a packet the engine could not process. */
-    ROCE_RX_ERRORS
+    ROCE_RX_ERRORS;
+
+    /**
+     * @return the name {@code Context.queryPortCounters} gives it: rxe's hw counter name where rxe
+     *         counts the same thing (rxe_hw_counters.c), else the lower-case constant name
+     */
+    public String rxeName() {
+        return switch (this) {
+            case RCV_RNR_ERR -> "rcvd_rnr_err";
+            case SND_RNR -> "send_rnr_err";
+            case RCV_SEQ_ERR -> "rcvd_seq_err";
+            case RNR_RETRY_EXCEEDED_ERR -> "retry_rnr_exceeded_err";
+            default -> name().toLowerCase(java.util.Locale.ROOT);
+        };
+    }
 }
