@@ -1148,9 +1148,17 @@ public final class Perftest {
         private void linger() {
             done = true;
             Role p = peer;
-            Linger l = Linger.forPeerOf(ctx, o.ibPort, qps[0].query().timeout(), System.nanoTime());
-            l.await(() -> p != null && p.done || stopRequested);
+            long t0 = System.nanoTime();
+            Linger l = Linger.forPeerOf(ctx, o.ibPort, qps[0].query().timeout(), t0);
+            Linger.End end = l.await(() -> p != null && p.done || stopRequested);
             lastLinger = l;
+            if (reportErrors && (l.arrivals() > 0 || end == Linger.End.CAP)) {
+                // Only under loss: then it shows that the linger answered the peer's resends.
+                err.println(" kept the QP " + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0)
+                        + " ms after the last completion; " + l.arrivals()
+                        + " packet(s) arrived meanwhile (resends whose ACK was lost)"
+                        + (end == Linger.End.CAP ? "; stopped at the cap" : ""));
+            }
         }
 
         private LatStats runLatSize(long size, boolean duration, int durationS, int marginS, int rtt) {

@@ -345,9 +345,17 @@ public final class PingPong {
         private void linger() {
             out.flush();
             PingPong p = peer;
-            Linger l = Linger.forPeerOf(ctx, o.ibPort, qps[0].query().timeout(), System.nanoTime());
-            l.await(() -> p != null && p.dataDone.getCount() == 0 || stop.stopped());
+            long t0 = System.nanoTime();
+            Linger l = Linger.forPeerOf(ctx, o.ibPort, qps[0].query().timeout(), t0);
+            Linger.End end = l.await(() -> p != null && p.dataDone.getCount() == 0 || stop.stopped());
             lastLinger = l;
+            if (l.arrivals() > 0 || end == Linger.End.CAP) {
+                // Only under loss: then it shows that the linger answered the peer's resends.
+                err.println(o.kind.command() + ": kept the QP" + (numQp > 1 ? "s " : " ")
+                        + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0) + " ms after the last completion; "
+                        + l.arrivals() + " packet(s) arrived meanwhile (resends whose ACK was lost)"
+                        + (end == Linger.End.CAP ? "; stopped at the cap" : ""));
+            }
         }
 
         /** pp_init_ctx: channel, PD, buffer, MR, CQ, SRQ, QPs in INIT. */
