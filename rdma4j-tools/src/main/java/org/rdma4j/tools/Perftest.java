@@ -283,6 +283,9 @@ public final class Perftest {
         volatile boolean done;
         /** How the last linger ended (tests read it), or null if the run did not linger. */
         volatile Linger lastLinger;
+        /** write_lat over RC: the linger, started at the last completion of the last size, and when. */
+        Linger lingerStart;
+        long lingerFrom;
 
         Role(boolean client, String devName, PrintStream text, boolean reportErrors) {
             this.client = client;
@@ -1095,6 +1098,11 @@ public final class Perftest {
                 LatStats s;
                 try {
                     s = runLatSize(size, duration, o.duration, margin, rtt);
+                    if (o.verb == Verb.WRITE && o.connection.equals("RC")) {
+                        // The linger counts from the last completion, before the report is printed.
+                        lingerFrom = System.nanoTime();
+                        lingerStart = Linger.forPeerOf(ctx, o.ibPort, qps[0].query().timeout(), lingerFrom);
+                    }
                 } catch (Interrupted i) {
                     s = i.lat;
                 }
@@ -1115,7 +1123,7 @@ public final class Perftest {
                 if (printing()) {
                     text.print(PerftestFormat.RESULT_LINE);
                 }
-                lingers = o.connection.equals("RC");
+                lingers = lingerStart != null && !stopRequested;
             } else if (o.verb == Verb.SEND) {
                 if (printing()) {
                     text.print(PerftestFormat.RESULT_LINE);
@@ -1148,13 +1156,12 @@ public final class Perftest {
         private void linger() {
             done = true;
             Role p = peer;
-            long t0 = System.nanoTime();
-            Linger l = Linger.forPeerOf(ctx, o.ibPort, qps[0].query().timeout(), t0);
+            Linger l = lingerStart;
             Linger.End end = l.await(() -> p != null && p.done || stopRequested);
             lastLinger = l;
             if (reportErrors && (l.arrivals() > 0 || end == Linger.End.CAP)) {
                 // Only under loss: then it shows that the linger answered the peer's resends.
-                err.println(" kept the QP " + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0)
+                err.println(" kept the QP " + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - lingerFrom)
                         + " ms after the last completion; " + l.arrivals()
                         + " packet(s) arrived meanwhile (resends whose ACK was lost)"
                         + (end == Linger.End.CAP ? "; stopped at the cap" : ""));

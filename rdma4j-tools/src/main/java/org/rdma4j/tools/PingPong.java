@@ -256,6 +256,9 @@ public final class PingPong {
         long verifyBad;
         final RecvWorkRequest rwr = new RecvWorkRequest(1);
         final SendWorkRequest swr = new SendWorkRequest(1);
+        /** RC: the linger started at the last completion, and when that was; null for UD or a stopped run. */
+        Linger linger;
+        long lingerFrom;
 
         Side(Device dev) {
             this.dev = dev;
@@ -324,7 +327,7 @@ public final class PingPong {
             }
             int rc = dataPhase(remote, routs);
             dataDone.countDown();
-            if (rc == 0 && !ud) {
+            if (rc == 0 && linger != null) {
                 linger();
             }
             return rc;
@@ -340,19 +343,19 @@ public final class PingPong {
          * (docs/interop.md). The linger ends once no packet has arrived for 3 local ACK timeouts
          * (4.096 us * 2^14 each, the timeout both ends set), capped ({@link Linger}), or at once when the
          * peer runs in this process (--loopback) and has finished its data phase: then it resends nothing.
-         * The output is unchanged; the report was printed before.
+         * The linger counts from the last completion (see {@link #startLinger}); the report is printed in
+         * between, as rdma-core prints it.
          */
         private void linger() {
             out.flush();
             PingPong p = peer;
-            long t0 = System.nanoTime();
-            Linger l = Linger.forPeerOf(ctx, o.ibPort, qps[0].query().timeout(), t0);
+            Linger l = linger;
             Linger.End end = l.await(() -> p != null && p.dataDone.getCount() == 0 || stop.stopped());
             lastLinger = l;
             if (l.arrivals() > 0 || end == Linger.End.CAP) {
                 // Only under loss: then it shows that the linger answered the peer's resends.
                 err.println(o.kind.command() + ": kept the QP" + (numQp > 1 ? "s " : " ")
-                        + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0) + " ms after the last completion; "
+                        + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - lingerFrom) + " ms after the last completion; "
                         + l.arrivals() + " packet(s) arrived meanwhile (resends whose ACK was lost)"
                         + (end == Linger.End.CAP ? "; stopped at the cap" : ""));
             }
@@ -656,6 +659,9 @@ public final class PingPong {
                 }
             }
             long end = System.nanoTime();
+            if (!ud && !interrupted) {
+                startLinger(end);
+            }
             if (progress) {
                 err.print("\r" + " ".repeat(60) + "\r");
                 err.flush();
@@ -683,6 +689,16 @@ public final class PingPong {
                 }
             }
             return interrupted ? 130 : 0;
+        }
+
+        /**
+         * Starts the linger's clock and counter at the last completion: printing the report can take
+         * longer than the peer's retransmit timeout (a cold JVM under load), and a resend answered then
+         * is part of the linger too.
+         */
+        private void startLinger(long now) {
+            lingerFrom = now;
+            linger = Linger.forPeerOf(ctx, o.ibPort, qps[0].query().timeout(), now);
         }
 
         /** Where the message starts in the buffer: UD receives put the 40-byte GRH first. */
