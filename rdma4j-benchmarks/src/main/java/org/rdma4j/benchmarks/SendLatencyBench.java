@@ -132,10 +132,17 @@ public class SendLatencyBench {
         final WorkCompletion wc = new WorkCompletion();
         final WorkCompletion swc = new WorkCompletion();
         final int baseFlags;
+        final int signalEvery;
         long posted;
         long reaped;
 
         Endpoint(RcPair.Side side, Arena arena) {
+            this(side, arena, SIGNAL_EVERY);
+        }
+
+        /** @param signalEvery every how many SENDs one is signaled (a power of two up to {@link #SIGNAL_EVERY}) */
+        Endpoint(RcPair.Side side, Arena arena, int signalEvery) {
+            this.signalEvery = signalEvery;
             qp = side.qp;
             sendCq = side.sendCq;
             recvCq = side.recvCq;
@@ -160,7 +167,7 @@ public class SendLatencyBench {
         void send(long value) {
             sendBuf.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, value);
             long n = ++posted;
-            boolean sig = n % SIGNAL_EVERY == 0;
+            boolean sig = n % signalEvery == 0;
             swr.wrId(n).sendFlags(sig ? baseFlags | SendFlags.SIGNALED : baseFlags);
             if (!qp.postSend(swr)) {
                 throw new IllegalStateException("postSend refused: " + swr.postError());
@@ -170,12 +177,18 @@ public class SendLatencyBench {
         /** Reaps send completions: must when the SQ is half full, opportunistically otherwise. */
         void reap() {
             long out = posted - reaped;
-            if (out >= SQ_DEPTH / 2) {
+            if (signalEvery == 1) {
+                // every SEND signaled (ib_send_lat): its completion, which needs the peer's ACK, comes first
+                if (out > 0) {
+                    RcPair.pollOne(sendCq, swc);
+                    reaped++;
+                }
+            } else if (out >= SQ_DEPTH / 2) {
                 RcPair.pollOne(sendCq, swc);
-                reaped += SIGNAL_EVERY;
-            } else if (out >= SIGNAL_EVERY && sendCq.poll(swc)) {
+                reaped += signalEvery;
+            } else if (out >= signalEvery && sendCq.poll(swc)) {
                 RcPair.check(swc);
-                reaped += SIGNAL_EVERY;
+                reaped += signalEvery;
             }
         }
 

@@ -293,7 +293,7 @@ final class FaultInjectingLink implements Link {
                 delivering = false;
             }
         } finally {
-            fabric.engine.unlock();
+            fabric.unlockEngine();
         }
     }
 

@@ -45,6 +45,10 @@ final class Responder {
     private boolean sentPsnNak;
     private boolean dropMsg;
     private int syndrome = UNLIMITED;
+    /** A plain ACK not yet transmitted ({@link #ackRequested}), with the PSN and MSN it carries. */
+    private boolean ackPending;
+    private int pendingAckPsn;
+    private int pendingAckMsn;
     private WcStatus status = WcStatus.SUCCESS;
     private boolean gotoError;
 
@@ -86,6 +90,7 @@ final class Responder {
     }
 
     void reset() {
+        ackPending = false;
         psn = 0;
         ackPsn = 0;
         msn = 0;
@@ -377,7 +382,7 @@ final class Responder {
             completeRecv(p);
         }
         if (qp.type == QpType.RC && p.ackReq) {
-            sendAck(UNLIMITED, p.psn);
+            ackRequested(p.psn);
         }
         if (p.is(Opcodes.M_END)) {
             lastOpcode = -1;
@@ -732,7 +737,56 @@ final class Responder {
 
     // ------------------------------------------------------------------ acknowledgements
 
+    /**
+     * Answers an AckReq with a plain ACK, now or deferred. A deferred ACK is held only while the packet was
+     * received by a busy-polling application thread (RoCE links): sending it there would put a system call
+     * between the arrival of a message and its completion reaching that thread. It is sent at the thread's
+     * next verbs call, by the receive agent within a bounded time, or before any other response of this QP,
+     * and a later AckReq replaces it, so one ACK covers both (IBA 9.7.5.1.1 lets a responder coalesce
+     * acknowledgements: an ACK acknowledges every PSN up to its own).
+     */
+    private void ackRequested(int ackedPsn) {
+        boolean poller = qp.device.deferringAcks();
+        // On a wire, the requests one receive batch delivers (dispatched under one engine lock) get one ACK
+        // too, for the newest that asked, sent when the burst ends (SoftFabric.unlockEngine) or before any
+        // other response of this QP: each ACK costs a packet and a system call on both sides, and a stream
+        // of small messages asks for one per message. rxe acknowledges each, which is also valid.
+        boolean burst = !poller && qp.peer == null && qp.device.onWire();
+        if (!poller && !burst) {
+            sendAck(UNLIMITED, ackedPsn);
+            return;
+        }
+        pendingAckPsn = ackedPsn;
+        pendingAckMsn = msn;
+        if (poller) {
+            ackPending = true;
+            qp.device.ackDeferred(qp);
+        } else if (!ackPending) {
+            ackPending = true;
+            qp.fabric.deferAck(this);
+        }
+    }
+
+    /** Sends the deferred ACK, if any (engine lock). */
+    void flushAck() {
+        if (!ackPending) {
+            return;
+        }
+        ackPending = false;
+        Packet o = response(Opcodes.ACKNOWLEDGE, pendingAckPsn);
+        o.msn = pendingAckMsn;
+        o.syndrome = UNLIMITED;
+        qp.fabric.transmit(qp.device, o);
+    }
+
+    /** Forgets a deferred ACK (the QP is reset or destroyed: nothing of its state is answered any more). */
+    void dropAck() {
+        ackPending = false;
+    }
+
     private Packet response(int op, int respPsn) {
+        // responses leave in the order they were made: a deferred ACK first
+        flushAck();
         Packet o = out.clearPayload();
         o.opcode = Opcodes.RC | op;
         o.dgid = qp.dgid;

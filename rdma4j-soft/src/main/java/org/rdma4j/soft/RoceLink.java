@@ -23,6 +23,7 @@ import org.rdma4j.wire.RocePacket;
 import org.rdma4j.wire.RoceParser;
 import org.rdma4j.wire.RoceStatus;
 import org.rdma4j.wire.net.DatagramBatch;
+import org.rdma4j.wire.net.NativeIOException;
 import org.rdma4j.wire.net.SockAddr;
 import org.rdma4j.wire.net.UdpSocket;
 
@@ -46,9 +47,22 @@ final class RoceLink implements Link {
     /** Largest datagram we accept: 4096 MTU + the longest header set + pad + ICRC, with room to spare. */
     private static final int SLOT_BYTES = 8192;
     private static final int RX_BATCH = 32;
+    /**
+     * With UDP GRO a slot may hold up to 64 KiB of coalesced datagrams (lo's gro_max_size): 16 such slots
+     * are 1 MiB of native memory per socket, and each may carry up to 64 packets.
+     */
+    private static final int RX_BATCH_GRO = 16;
+    private static final int RX_SLOT_GRO = 65536;
     private static final long RX_POLL_MS = 100;
     /** A poller that polled within this window is taken to be still polling. */
     private static final long POLLER_ACTIVE_NS = 200_000;
+    /** After polling stopped, the agent waits at most 1 ms at a time for this long (deferred ACKs). */
+    private static final long RECENT_POLLER_NS = 50_000_000;
+
+    /** {@code -Drdma4j.roce.gso=false}: one datagram per packet (sendmmsg batches only), for comparisons. */
+    private static final boolean GSO = !"false".equals(System.getProperty("rdma4j.roce.gso"));
+    /** {@code -Drdma4j.roce.gro=false}: the receive sockets do not ask for coalesced datagrams. */
+    private static final boolean GRO = !"false".equals(System.getProperty("rdma4j.roce.gro"));
 
     private final SoftDevice device;
     private final Link local;
@@ -59,9 +73,28 @@ final class RoceLink implements Link {
     private final Endpoint v4;
     private final Endpoint v6;
 
-    // Transmit state: used under the engine lock only.
+    // Transmit state: used under the engine lock only. Packets of a burst are built back to back in txBuf
+    // and grouped in runs: a run is a train of packets to one destination, all the length of its first but
+    // the last, which the kernel cuts from one buffer (UDP GSO, udp(7) UDP_SEGMENT). The runs leave with
+    // one sendmmsg at the flush point (the engine lock's release) or when the buffer is full.
+    private static final int TX_BYTES = 1 << 20;
+    private static final int TX_RUNS = 64;
+    /** UDP GSO's limit: the IPv4 total length is 16 bits (ip_append_data); stay below 64 KiB for both families. */
+    private static final int GSO_MAX_BYTES = 65_000;
+    private static final int EIO = 5;
+    private static final int EINVAL = 22;
     private final Arena arena = Arena.ofShared();
-    private final MemorySegment txBuf = arena.allocate(SLOT_BYTES * 16L, 64);
+    private final MemorySegment txBuf = arena.allocate(TX_BYTES + SLOT_BYTES, 64);
+    private final DatagramBatch txBatch = new DatagramBatch(TX_RUNS, 1);
+    private final long[] runOff = new long[TX_RUNS];
+    private final int[] runSeg = new int[TX_RUNS];
+    private final int[] runLen = new int[TX_RUNS];
+    private final int[] runCount = new int[TX_RUNS];
+    private final boolean[] runClosed = new boolean[TX_RUNS];
+    private final Gid[] runGid = new Gid[TX_RUNS];
+    private int txRuns;
+    private long txEnd;
+    private Endpoint txEp;
     private final RocePacket txPkt = new RocePacket();
     private final Icrc txIcrc = new Icrc();
     private final PseudoHeader txIp = new PseudoHeader();
@@ -79,6 +112,12 @@ final class RoceLink implements Link {
         final boolean ipv6;
         /** The traffic class (TOS) the socket sends with now; engine lock. */
         int trafficClass;
+        /**
+         * Whether runs of packets leave as one UDP GSO send (engine lock). Not for IPv6: we send IPv6 with UDP
+         * checksum 0 as rxe does, and Linux refuses GSO without a checksum (udp_v6_send_skb: EINVAL when
+         * no_check6_tx); off once the kernel refused a GSO send on this socket.
+         */
+        boolean gso;
 
         Endpoint(InetAddress address) throws IOException {
             this(address, null);
@@ -106,6 +145,10 @@ final class RoceLink implements Link {
                 }
                 socket.setBufferSizesForced(8 << 20, 4 << 20);
                 socket.setReceiveTimeout(RX_POLL_MS);
+                this.gso = GSO && !ipv6 && iface == null;
+                if (GRO) {
+                    socket.setGroReceive(true);
+                }
             } catch (IOException | RuntimeException e) {
                 socket.close();
                 throw e;
@@ -117,7 +160,8 @@ final class RoceLink implements Link {
         // Receive state, guarded by rxLock: whoever holds it receives and dispatches, so datagrams are
         // processed in the order the socket queued them even when an application thread polls too.
         private final java.util.concurrent.locks.ReentrantLock rxLock = new java.util.concurrent.locks.ReentrantLock();
-        private final DatagramBatch batch = new DatagramBatch(RX_BATCH, SLOT_BYTES);
+        private final DatagramBatch batch = GRO ? new DatagramBatch(RX_BATCH_GRO, RX_SLOT_GRO)
+                : new DatagramBatch(RX_BATCH, SLOT_BYTES);
         private final RoceParser parser = new RoceParser(RoceParser.IcrcCheck.SOLVE_IPV4_ID);
         private final RocePacket pkt = new RocePacket();
         private final PseudoHeader ip = new PseudoHeader();
@@ -138,15 +182,26 @@ final class RoceLink implements Link {
         public void run() {
             while (!closed) {
                 try {
-                    if (!socket.awaitReadable(RX_POLL_MS)) {
+                    long sincePoll = System.nanoTime() - lastPollerNs;
+                    if (sincePoll < POLLER_ACTIVE_NS) {
+                        // An application thread is busy-polling and receives on its own thread: stay off
+                        // the socket, so that a datagram wakes nobody. A thread blocked in poll(2) is woken
+                        // by every datagram the peer sends (on loopback, inside the peer's sendto), and on
+                        // two cores that wake-up preempts a spinning poller: it cost a ping-pong most of
+                        // its latency. A program that waits on memory rather than on a CQ (perftest's
+                        // write_lat) has no poller, and then this agent receives within the window.
+                        java.util.concurrent.locks.LockSupport.parkNanos(POLLER_ACTIVE_NS - sincePoll);
                         continue;
                     }
-                    if (!drain() && System.nanoTime() - lastPollerNs < POLLER_ACTIVE_NS) {
-                        // A poller took the datagrams (or holds the receive lock): let it go on without
-                        // being woken for each of them. A program that waits on memory rather than on a
-                        // CQ (perftest's write_lat) has no poller, and then this agent receives at once.
-                        java.util.concurrent.locks.LockSupport.parkNanos(20_000);
+                    // ACKs a poller deferred and did not send itself (it went quiet): this agent sends them
+                    device.flushAcksIfPending();
+                    // Shortly after polling stopped, wake often: a poller that started again after the check
+                    // above may defer an ACK whose datagram this agent will never see (bounded ACK delay).
+                    long wait = sincePoll < RECENT_POLLER_NS ? 1 : RX_POLL_MS;
+                    if (!socket.awaitReadable(wait)) {
+                        continue;
                     }
+                    drain(false);
                 } catch (ClosedChannelException e) {
                     return;
                 } catch (IOException e) {
@@ -162,7 +217,7 @@ final class RoceLink implements Link {
         boolean poll() {
             lastPollerNs = System.nanoTime();
             try {
-                return drain();
+                return drain(true);
             } catch (IOException e) {
                 return false;
             }
@@ -173,7 +228,7 @@ final class RoceLink implements Link {
          *
          * @return whether a datagram was received
          */
-        private boolean drain() throws IOException {
+        private boolean drain(boolean poller) throws IOException {
             if (!rxLock.tryLock()) {
                 return false;
             }
@@ -182,19 +237,26 @@ final class RoceLink implements Link {
                 if (n == 0) {
                     return false;
                 }
-                dispatch(n);
+                dispatch(n, poller);
                 return true;
             } finally {
                 rxLock.unlock();
             }
         }
 
-        private void dispatch(int n) {
+        /**
+         * @param poller whether an application thread dispatches (it may defer ACKs to its next verbs call);
+         *               else every ACK made, and any left deferred, leaves before the lock is released
+         */
+        private void dispatch(int n, boolean poller) {
             device.fabric.lockEngine();
+            device.deferAcks(poller);
             try {
                 for (int i = 0; i < n; i++) {
                     SockAddr from = batch.address(i);
-                    if (batch.truncated(i) || ipv6 != from.isIpv6()) {
+                    int len = batch.length(i);
+                    int gso = batch.segmentSize(i);
+                    if (ipv6 != from.isIpv6() || batch.truncated(i) && gso == 0) {
                         device.count(SoftCounter.DROP_MALFORMED);
                         continue;
                     }
@@ -205,23 +267,52 @@ final class RoceLink implements Link {
                         lastFromGid = Gid.of(g);
                     }
                     fill(ip, lastFromGid, gid, from.port(), config.udpPort());
-                    RoceStatus st = parser.parse(pkt, batch.buffer(i), 0, batch.length(i), ip);
-                    if (st != RoceStatus.OK) {
-                        // rxe_rcv: a bad ICRC is counted and dropped; so is anything malformed
-                        device.count(st == RoceStatus.BAD_ICRC ? SoftCounter.ICRC_ERROR : SoftCounter.DROP_MALFORMED);
+                    MemorySegment buf = batch.buffer(i);
+                    if (gso == 0) {
+                        deliver(buf, 0, len);
                         continue;
                     }
-                    decode(pkt, p, payload);
-                    p.sgid = lastFromGid;
-                    p.dgid = gid;
-                    device.receive(p);
+                    // UDP GRO coalesced datagrams of one flow: gso bytes each but the last (udp(7)). Each is a
+                    // packet of its own, checked and counted on its own; the IPv4 ID of each was its sender's
+                    // (the ICRC solver finds it per packet).
+                    device.count(SoftCounter.ROCE_GRO_RECEIVES);
+                    int off = 0;
+                    while (off < len) {
+                        int l = Math.min(gso, len - off);
+                        if (batch.truncated(i) && l < gso) {
+                            break;
+                        }
+                        deliver(buf, off, l);
+                        off += l;
+                    }
+                    if (batch.truncated(i)) {
+                        device.count(SoftCounter.DROP_MALFORMED); // what did not fit the slot
+                    }
                 }
             } catch (RuntimeException e) {
                 // A bug must not kill the receiver: count it; RC recovers the packet by retransmission.
                 device.count(SoftCounter.ROCE_RX_ERRORS);
             } finally {
-                device.fabric.engine.unlock();
+                device.deferAcks(false);
+                if (!poller) {
+                    device.flushAcks();
+                }
+                device.fabric.unlockEngine();
             }
+        }
+
+        /** Checks and dispatches one datagram of a receive slot; {@link #ip} holds its addresses. */
+        private void deliver(MemorySegment buf, int off, int len) {
+            RoceStatus st = parser.parse(pkt, buf, off, len, ip);
+            if (st != RoceStatus.OK) {
+                // rxe_rcv: a bad ICRC is counted and dropped; so is anything malformed
+                device.count(st == RoceStatus.BAD_ICRC ? SoftCounter.ICRC_ERROR : SoftCounter.DROP_MALFORMED);
+                return;
+            }
+            decode(pkt, p, payload);
+            p.sgid = lastFromGid;
+            p.dgid = gid;
+            device.receive(p);
         }
     }
 
@@ -337,6 +428,7 @@ final class RoceLink implements Link {
     @Override
     public void send(SoftDevice from, Packet p) {
         if (p.route != null || device.fabric.deviceFor(p.dgid) != null) {
+            flush(); // keep the order the engine emitted packets in
             local.send(from, p);
             return;
         }
@@ -347,7 +439,14 @@ final class RoceLink implements Link {
             from.count(SoftCounter.DROP_NO_ROUTE);
             return;
         }
-        int len = txPkt.build(txBuf, 0, p.opcode, p.payloadLen);
+        if (txRuns > 0 && (ep != txEp || p.trafficClass != ep.trafficClass)) {
+            flush(); // one sendmmsg per socket, and the traffic class is a socket option
+        }
+        if (txRuns == TX_RUNS || txEnd + SLOT_BYTES > TX_BYTES) {
+            flush();
+        }
+        long at = txEnd;
+        int len = txPkt.build(txBuf, at, p.opcode, p.payloadLen);
         Bth bth = txPkt.bth();
         // rxe init_req_packet / prepare_ack_packet: MigReq 0, default P_Key, TVer 0
         bth.solicited(p.solicited).destQp(p.destQpn).ackReq(p.ackReq).psn(p.psn).pkey(p.pkey);
@@ -386,24 +485,134 @@ final class RoceLink implements Link {
                 return;
             }
         }
-        fill(txIp, sgid, p.dgid, ep.socket.localPort(), config.udpPort());
-        txPkt.seal(txIcrc, txIp);
-        if (!p.dgid.equals(txToGid)) {
-            txTo.set(p.dgid.toInetAddress(), config.udpPort());
-            txToGid = p.dgid;
-        }
-        try {
-            if (p.trafficClass != ep.trafficClass) {
+        if (p.trafficClass != ep.trafficClass) {
+            try {
                 ep.socket.setTrafficClass(p.trafficClass); // a system call: only when the class changes
                 ep.trafficClass = p.trafficClass;
-            }
-            if (ep.socket.send(txBuf.asSlice(0, len), txTo) < 0) {
+            } catch (IOException e) {
                 from.count(SoftCounter.ROCE_TX_ERRORS);
+                return;
             }
-        } catch (IOException e) {
-            // the peer's port may be closed (ICMP unreachable shows as ECONNREFUSED): the packet is lost;
-            // RC retransmits it
-            from.count(SoftCounter.ROCE_TX_ERRORS);
+        }
+        // Join the open run (one UDP GSO send) if the kernel will cut it there: same socket and destination,
+        // every segment the size of the first but the last, which may be shorter, at most 64 and < 64 KiB.
+        int r = txRuns - 1;
+        boolean join = r >= 0 && ep.gso && !runClosed[r] && p.dgid.equals(runGid[r]) && len <= runSeg[r]
+                && runCount[r] < DatagramBatch.MAX_SEGMENTS && runLen[r] + len <= GSO_MAX_BYTES;
+        int ipId;
+        if (join) {
+            // Linux numbers the segments of a GSO send from the ID the whole skb got (0: unconnected, DF;
+            // ip_select_ident_segs) upwards (inet_gso_segment), and the ICRC covers each one's ID:
+            // measured in docs/roce-udp.md and checked on every captured packet by SoftRoceGsoCaptureTest.
+            ipId = runCount[r];
+            runCount[r]++;
+            runLen[r] += len;
+            runClosed[r] = len < runSeg[r];
+        } else {
+            r = txRuns++;
+            runOff[r] = at;
+            runSeg[r] = len;
+            runLen[r] = len;
+            runCount[r] = 1;
+            runClosed[r] = false;
+            if (!p.dgid.equals(txToGid)) {
+                txTo.set(p.dgid.toInetAddress(), config.udpPort());
+                txToGid = p.dgid;
+            }
+            runGid[r] = p.dgid;
+            txBatch.address(r).set(txTo);
+            ipId = 0;
+            if (r == 0) {
+                txEp = ep;
+                device.fabric.pendingTransmit(this);
+            }
+        }
+        fill(txIp, sgid, p.dgid, ep.socket.localPort(), config.udpPort());
+        if (!ep.ipv6) {
+            txIp.ipId(ipId);
+        }
+        txPkt.seal(txIcrc, txIp);
+        txEnd = at + len;
+    }
+
+    /**
+     * Sends the packets queued since the last flush: one {@code sendmmsg} whose entries are runs of
+     * packets, each run one UDP GSO datagram train. Engine lock held; called before the engine lock is
+     * released ({@link SoftFabric#unlockEngine}) and whenever the queue is full or changes socket.
+     */
+    void flush() {
+        int n = txRuns;
+        if (n == 0) {
+            return;
+        }
+        Endpoint ep = txEp;
+        txRuns = 0;
+        txEnd = 0;
+        txEp = null;
+        if (closed) {
+            return;
+        }
+        for (int i = 0; i < n; i++) {
+            txBatch.setSlice(i, txBuf, runOff[i], runLen[i]);
+            txBatch.setSegmentSize(i, runCount[i] > 1 ? runSeg[i] : 0);
+        }
+        int i = 0;
+        while (i < n) {
+            try {
+                int sent = ep.socket.sendBatch(txBatch, i, n - i);
+                for (int k = i; k < i + sent; k++) {
+                    if (runCount[k] > 1) {
+                        device.count(SoftCounter.ROCE_GSO_SENDS);
+                    }
+                }
+                if (sent <= 0) {
+                    countLost(i, n); // a blocking socket does not return 0; never spin on it
+                    return;
+                }
+                i += sent;
+            } catch (NativeIOException e) {
+                if (runCount[i] > 1 && (e.errno() == EINVAL || e.errno() == EIO)) {
+                    // The kernel refused the GSO send (udp_send_skb: e.g. no checksum offload on the route):
+                    // count it, stop asking on this socket, and send the run's packets one by one.
+                    device.count(SoftCounter.ROCE_GSO_REFUSED);
+                    ep.gso = false;
+                    sendSeparately(ep, i);
+                } else {
+                    device.count(SoftCounter.ROCE_TX_ERRORS, runCount[i]); // lost; RC retransmits
+                }
+                i++;
+            } catch (IOException e) {
+                countLost(i, n);
+                return;
+            }
+        }
+    }
+
+    private void countLost(int from, int to) {
+        for (int k = from; k < to; k++) {
+            device.count(SoftCounter.ROCE_TX_ERRORS, runCount[k]);
+        }
+    }
+
+    /** Sends the packets of run {@code r} one datagram each, resealed for the ID 0 each one now carries. */
+    private void sendSeparately(Endpoint ep, int r) {
+        long off = runOff[r];
+        long end = off + runLen[r];
+        SockAddr to = txBatch.address(r);
+        fill(txIp, ep.gid, runGid[r], ep.socket.localPort(), config.udpPort());
+        while (off < end) {
+            int len = (int) Math.min(runSeg[r], end - off);
+            if (!ep.ipv6 && off != runOff[r] && txPkt.wrap(txBuf, off, len) == RoceStatus.OK) {
+                txPkt.seal(txIcrc, txIp); // ipId 0
+            }
+            try {
+                if (ep.socket.send(txBuf.asSlice(off, len), to) < 0) {
+                    device.count(SoftCounter.ROCE_TX_ERRORS);
+                }
+            } catch (IOException e) {
+                device.count(SoftCounter.ROCE_TX_ERRORS);
+            }
+            off += len;
         }
     }
 

@@ -51,7 +51,13 @@ public enum SoftCounter {
     /** RoCE datagrams the socket refused to send (the packet is lost; RC retransmits it). */
     ROCE_TX_ERRORS,
     /** RoCE receive errors: socket errors, or a packet the engine could not process. */
-    ROCE_RX_ERRORS;
+    ROCE_RX_ERRORS,
+    /** UDP GSO sends: one system call that left as several RoCE packets (docs/roce-udp.md). */
+    ROCE_GSO_SENDS,
+    /** UDP GSO sends the kernel refused (EINVAL/EIO); the socket then sends one datagram per packet. */
+    ROCE_GSO_REFUSED,
+    /** Receives that held several datagrams coalesced by UDP GRO. */
+    ROCE_GRO_RECEIVES;
 
     /**
      * @return the name {@code Context.queryPortCounters} gives it: rxe's hw counter name where rxe

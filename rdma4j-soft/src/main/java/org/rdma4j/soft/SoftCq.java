@@ -97,7 +97,7 @@ final class SoftCq extends SoftResource implements CompletionQueue {
 
     @Override
     public int poll(WorkCompletion[] wcs, int max) {
-        if (idx.producer() == idx.consumer() && (!ctx.device.pollLink() || idx.producer() == idx.consumer())) {
+        if (idx.producer() == idx.consumer() && (!ctx.device.pollIdle() || idx.producer() == idx.consumer())) {
             return 0;
         }
         synchronized (consumerLock) {
@@ -115,7 +115,7 @@ final class SoftCq extends SoftResource implements CompletionQueue {
 
     @Override
     public boolean poll(WorkCompletion wc) {
-        if (idx.producer() == idx.consumer() && (!ctx.device.pollLink() || idx.producer() == idx.consumer())) {
+        if (idx.producer() == idx.consumer() && (!ctx.device.pollIdle() || idx.producer() == idx.consumer())) {
             return false;
         }
         synchronized (consumerLock) {

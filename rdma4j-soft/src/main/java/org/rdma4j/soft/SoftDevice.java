@@ -177,6 +177,11 @@ public final class SoftDevice implements Device {
         counters[c.ordinal()]++;
     }
 
+    /** Engine lock held. */
+    void count(SoftCounter c, long n) {
+        counters[c.ordinal()] += n;
+    }
+
     boolean portActive() {
         return portState == PortState.ACTIVE;
     }
@@ -230,13 +235,53 @@ public final class SoftDevice implements Device {
         return r != null && r.pollReceive();
     }
 
+    /**
+     * What a poll of an empty CQ does: sends the ACKs this thread's last receive deferred, then receives.
+     *
+     * @return whether a packet was received
+     */
+    boolean pollIdle() {
+        flushAcksIfPending();
+        return pollLink();
+    }
+
+    // ------------------------------------------------------------------ deferred ACKs (Responder.ackRequested)
+
+    /** Set while a busy-polling application thread dispatches received packets: engine lock. */
+    private boolean deferAcks;
+
+    /** @return whether ACKs made now may wait (engine lock) */
+    boolean deferringAcks() {
+        return deferAcks;
+    }
+
+    /** Marks the dispatch of a poller thread (true) and its end (engine lock). */
+    void deferAcks(boolean on) {
+        deferAcks = on;
+    }
+
+    /** Records that {@code qp}'s responder holds a deferred ACK (engine lock). */
+    void ackDeferred(SoftQp qp) {
+        fabric.ackDeferred(qp);
+    }
+
+    /** Sends every deferred ACK of the fabric (engine lock). */
+    void flushAcks() {
+        fabric.flushAcks();
+    }
+
+    /** Sends every deferred ACK of the fabric, taking the engine lock only if there may be one. */
+    void flushAcksIfPending() {
+        fabric.flushAcksIfPending();
+    }
+
     /** Counts from a thread that does not hold the engine lock. */
     void countOutsideEngine(SoftCounter c) {
         fabric.lockEngine();
         try {
             count(c);
         } finally {
-            fabric.engine.unlock();
+            fabric.unlockEngine();
         }
     }
 
@@ -420,7 +465,7 @@ public final class SoftDevice implements Device {
         try {
             link = l;
         } finally {
-            fabric.engine.unlock();
+            fabric.unlockEngine();
         }
     }
 

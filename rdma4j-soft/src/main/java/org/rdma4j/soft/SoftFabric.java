@@ -122,7 +122,7 @@ public final class SoftFabric implements AutoCloseable {
             byGid.remove(d.gid(0));
             d.attachRoce(link, config.resolveMtu());
         } finally {
-            engine.unlock();
+            unlockEngine();
         }
         for (int i = 0; i < d.gidTableLength(); i++) {
             byGid.put(d.gid(i), d);
@@ -171,6 +171,50 @@ public final class SoftFabric implements AutoCloseable {
 
     private static final int ENGINE_SPINS = 4_000;
 
+    /**
+     * Links holding packets of the current burst (engine lock): a RoCE link batches the packets the engine
+     * emits while it holds the lock (segments of one or more messages, READ responses, ACKs) into one
+     * system call, and {@link #unlockEngine} sends them before the lock is released, so no packet waits
+     * past the burst that made it.
+     */
+    private final java.util.ArrayList<RoceLink> pendingTx = new java.util.ArrayList<>(2);
+
+    /** Engine lock held: {@code link} queued packets that must leave before the outermost unlock. */
+    void pendingTransmit(RoceLink link) {
+        if (!pendingTx.contains(link)) {
+            pendingTx.add(link);
+        }
+    }
+
+    /**
+     * Releases the engine lock taken by {@link #lockEngine}; the outermost release first sends what the
+     * links batched during the burst (the flush point of {@link RoceLink}'s send batching).
+     */
+    void unlockEngine() {
+        if ((!pendingTx.isEmpty() || !pendingAcks.isEmpty()) && engine.getHoldCount() == 1) {
+            flushPending();
+        }
+        engine.unlock();
+    }
+
+    /** Responders holding a coalesced ACK for the current burst (engine lock). */
+    private final java.util.ArrayList<Responder> pendingAcks = new java.util.ArrayList<>(4);
+
+    /** Engine lock held: {@code r} holds an ACK to send before the outermost unlock. */
+    void deferAck(Responder r) {
+        pendingAcks.add(r); // at most once per burst: the responder registers when its first ACK is deferred
+    }
+
+    private void flushPending() {
+        for (int i = 0; i < pendingAcks.size(); i++) {
+            pendingAcks.get(i).flushAck(); // queues on the links; sent below
+        }
+        pendingAcks.clear();
+        while (!pendingTx.isEmpty()) {
+            pendingTx.remove(pendingTx.size() - 1).flush(); // a flush only makes system calls: it adds nothing
+        }
+    }
+
     /** @return the device owning a GID on this fabric, or null */
     SoftDevice deviceFor(Gid gid) {
         return gid == null ? null : byGid.get(gid);
@@ -203,7 +247,7 @@ public final class SoftFabric implements AutoCloseable {
                 d.link = defaultLink;
             }
         } finally {
-            engine.unlock();
+            unlockEngine();
         }
     }
 
@@ -218,6 +262,52 @@ public final class SoftFabric implements AutoCloseable {
     }
 
     /** Stops the timer agent. Devices stay usable for closing their objects. */
+    // ------------------------------------------------------------------ deferred ACKs (Responder.ackRequested)
+
+    /**
+     * QPs whose responder holds a deferred ACK: engine lock. Kept per fabric, not per device, so that any
+     * verbs call on any of the fabric's devices sends them: a thread that drives several devices must not
+     * leave one device's ACKs waiting while it polls another.
+     */
+    private final java.util.ArrayList<SoftQp> ackQps = new java.util.ArrayList<>();
+    /** Whether {@link #ackQps} may be non-empty: read without the lock, as a hint. */
+    private volatile boolean acksPending;
+
+    /** Records that {@code qp}'s responder holds a deferred ACK (engine lock). */
+    void ackDeferred(SoftQp qp) {
+        if (!qp.ackListed) {
+            qp.ackListed = true;
+            ackQps.add(qp);
+        }
+        acksPending = true;
+    }
+
+    /** Sends every deferred ACK (engine lock). */
+    void flushAcks() {
+        if (!acksPending) {
+            return;
+        }
+        for (int i = 0; i < ackQps.size(); i++) {
+            SoftQp qp = ackQps.get(i);
+            qp.ackListed = false;
+            qp.responder.flushAck();
+        }
+        ackQps.clear();
+        acksPending = false;
+    }
+
+    /** Sends every deferred ACK, taking the engine lock only if there may be one. */
+    void flushAcksIfPending() {
+        if (acksPending) {
+            lockEngine();
+            try {
+                flushAcks();
+            } finally {
+                unlockEngine(); // sends what flushAcks queued on the links
+            }
+        }
+    }
+
     @Override
     public void close() {
         closed = true;

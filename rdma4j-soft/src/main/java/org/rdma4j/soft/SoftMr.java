@@ -99,7 +99,7 @@ final class SoftMr extends SoftResource implements MemoryRegion {
             closed = true;
             pd.device.removeMr(key);
         } finally {
-            pd.device.fabric.engine.unlock();
+            pd.device.fabric.unlockEngine();
         }
         pd.device.dma.unmapRegion(dmaAddr);
         pd.children.remove(this);

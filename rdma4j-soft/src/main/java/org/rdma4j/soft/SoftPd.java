@@ -63,7 +63,7 @@ final class SoftPd extends SoftResource implements ProtectionDomain {
             device.dma.unmapRegion(dmaAddr);
             throw e;
         } finally {
-            device.fabric.engine.unlock();
+            device.fabric.unlockEngine();
         }
         children.add(mr);
         return mr;

@@ -33,8 +33,12 @@ import org.rdma4j.verbs.WrOpcode;
  * {@link Completer} under the fabric's engine lock. Thread-safe.
  */
 final class SoftQp extends SoftResource implements QueuePair {
-    /** rxe RXE_MAX_UNACKED_PSNS: the requester's window. */
-    static final int MAX_UNACKED_PSNS = 128;
+    /**
+     * The requester's window: rxe RXE_MAX_UNACKED_PSNS (128) unless {@code -Drdma4j.soft.window=N} (1..2^22,
+     * within IBA's limit of 2^23 unacknowledged PSNs) asks for another, for measuring how bandwidth depends on
+     * it (docs/benchmarks.md).
+     */
+    static final int MAX_UNACKED_PSNS = Math.clamp(Integer.getInteger("rdma4j.soft.window", 128), 1, 1 << 22);
 
     final SoftPd pd;
     final SoftDevice device;
@@ -90,6 +94,8 @@ final class SoftQp extends SoftResource implements QueuePair {
     final Requester requester;
     final Completer completer;
     final Responder responder;
+    /** Whether this QP is on its device's list of deferred ACKs: engine lock. */
+    boolean ackListed;
 
     SoftQp(SoftPd pd, QpInitAttributes init) {
         this.pd = pd;
@@ -159,7 +165,7 @@ final class SoftQp extends SoftResource implements QueuePair {
         try {
             this.qpn = device.addQp(this);
         } finally {
-            fabric.engine.unlock();
+            fabric.unlockEngine();
         }
         scq.users.incrementAndGet();
         rcq.users.incrementAndGet();
@@ -201,7 +207,7 @@ final class SoftQp extends SoftResource implements QueuePair {
         try {
             return state;
         } finally {
-            fabric.engine.unlock();
+            fabric.unlockEngine();
         }
     }
 
@@ -223,11 +229,13 @@ final class SoftQp extends SoftResource implements QueuePair {
         try {
             modifyLocked(a);
         } finally {
-            fabric.engine.unlock();
+            fabric.unlockEngine();
         }
     }
 
     private void modifyLocked(QpAttributes a) {
+        // what the responder acknowledged so far goes out before the QP changes (rxe sent it at receive time)
+        device.flushAcks();
         int mask = a.mask();
         QpState cur = state;
         if (a.has(QpAttrMask.CUR_STATE) && a.curState() != cur) {
@@ -374,7 +382,7 @@ final class SoftQp extends SoftResource implements QueuePair {
             a.sqDraining(state == QpState.SQD && compIdx != sqHead);
             return a;
         } finally {
-            fabric.engine.unlock();
+            fabric.unlockEngine();
         }
     }
 
@@ -543,9 +551,10 @@ final class SoftQp extends SoftResource implements QueuePair {
                 return false;
             }
             afterPost();
+            device.flushAcks(); // after this post's packets: an answer leaves before the ACKs it follows
             return true;
         } finally {
-            fabric.engine.unlock();
+            fabric.unlockEngine();
         }
     }
 
@@ -560,9 +569,10 @@ final class SoftQp extends SoftResource implements QueuePair {
             if (n > 0) {
                 afterPost();
             }
+            device.flushAcks();
             return n;
         } finally {
-            fabric.engine.unlock();
+            fabric.unlockEngine();
         }
     }
 
@@ -725,7 +735,7 @@ final class SoftQp extends SoftResource implements QueuePair {
                     flushRecvQueue();
                 }
             } finally {
-                fabric.engine.unlock();
+                fabric.unlockEngine();
             }
         }
         return true;
@@ -747,7 +757,7 @@ final class SoftQp extends SoftResource implements QueuePair {
                 mcastGroups.add(mgid);
             }
         } finally {
-            fabric.engine.unlock();
+            fabric.unlockEngine();
         }
     }
 
@@ -760,7 +770,7 @@ final class SoftQp extends SoftResource implements QueuePair {
             device.detachMcast(this, mgid);
             mcastGroups.remove(mgid);
         } finally {
-            fabric.engine.unlock();
+            fabric.unlockEngine();
         }
     }
 
@@ -789,6 +799,7 @@ final class SoftQp extends SoftResource implements QueuePair {
                 throw new VerbsException(Errno.EBUSY, "QP " + qpn + " is still attached to multicast group(s) "
                         + mcastGroups + "; detach them first");
             }
+            device.flushAcks(); // acknowledged before it goes, as rxe had at receive time
             closed = true;
             state = QpState.RESET;
             retransDeadline = 0;
@@ -796,7 +807,7 @@ final class SoftQp extends SoftResource implements QueuePair {
             fabric.timers.unwatch(this);
             device.removeQp(qpn);
         } finally {
-            fabric.engine.unlock();
+            fabric.unlockEngine();
         }
         sendCq.users.decrementAndGet();
         recvCq.users.decrementAndGet();

@@ -71,7 +71,7 @@ final class TimerService {
         try {
             runDue(nowNs);
         } finally {
-            fabric.engine.unlock();
+            fabric.unlockEngine();
         }
     }
 
@@ -85,7 +85,7 @@ final class TimerService {
                 next = runDue(now);
                 plannedWakeNs = next == Long.MAX_VALUE ? now + MAX_PARK_NS : Math.min(next, now + MAX_PARK_NS);
             } finally {
-                fabric.engine.unlock();
+                fabric.unlockEngine();
             }
             long wait = plannedWakeNs - now;
             if (wait > 0) {

@@ -303,7 +303,7 @@ class SoftReliabilityTest {
         try {
             pair.link.send(pair.b.dev, stale);
         } finally {
-            pair.fabric.engine.unlock();
+            pair.fabric.unlockEngine();
         }
         assertNull(poll(pair.a.scq), "a stale ACK completes nothing");
         pair.clock.advance(t / 2); // past the first deadline
@@ -355,7 +355,7 @@ class SoftReliabilityTest {
                 pair.link.send(pair.b.dev, p); // more implied NAKs of the same episode
             }
         } finally {
-            pair.fabric.engine.unlock();
+            pair.fabric.unlockEngine();
         }
         assertEquals(1, pair.a.dev.counter(SoftCounter.COMPLETER_RETRY_ERR),
                 "rxe comp.started_retry: no second retry before progress or a timeout");

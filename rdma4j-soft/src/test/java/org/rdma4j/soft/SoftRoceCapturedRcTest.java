@@ -84,12 +84,20 @@ class SoftRoceCapturedRcTest extends AbstractRcTest {
             got = new ArrayList<>(packets);
         }
         assertTrue(got.size() > 100, "captured only " + got.size() + " RoCE packets");
+        assertTsharkDecodesClean(got, PORT);
+    }
+
+    /**
+     * Writes the IPv4 packets to a pcap and has tshark decode them with {@code port} as RoCEv2: every frame
+     * must decode as InfiniBand, with nothing malformed and no error-level expert info.
+     */
+    static void assertTsharkDecodesClean(List<byte[]> got, int port) throws Exception {
         Path file = Files.createTempFile("rdma4j-rc-", ".pcap");
         writePcap(file, got);
         // Decode our port as RoCEv2 (it is 4791 in production; the tests use a free port). The payload
         // dissectors that guess at upper-layer protocols (RPC-over-RDMA, iSER, NVMe-oF, SMB Direct) are
         // turned off: test payloads are arbitrary bytes, which they would flag as their own malformed PDUs.
-        Process p = new ProcessBuilder(tshark().toString(), "-n", "-r", file.toString(), "-d", "udp.port==" + PORT + ",infiniband",
+        Process p = new ProcessBuilder(tshark().toString(), "-n", "-r", file.toString(), "-d", "udp.port==" + port + ",infiniband",
                 "--disable-protocol", "rpcordma", "--disable-protocol", "iser", "--disable-protocol", "nvme-rdma",
                 "--disable-protocol", "smb_direct", "-V").redirectError(ProcessBuilder.Redirect.DISCARD).start(); // stderr: only the root warning
         byte[] out = p.getInputStream().readAllBytes();
@@ -128,7 +136,7 @@ class SoftRoceCapturedRcTest extends AbstractRcTest {
         }
     }
 
-    private static Path tshark() {
+    static Path tshark() {
         for (String d : System.getenv().getOrDefault("PATH", "/usr/bin").split(":")) {
             Path p = Path.of(d, "tshark");
             if (Files.isExecutable(p)) {

@@ -69,7 +69,7 @@ public abstract class ConformanceTestBase {
     protected Context ctxA;
     /** A context on device 1. */
     protected Context ctxB;
-    /** Native memory for the test's buffers; closed after every MR is deregistered. */
+    /** Native memory for the test's buffers ({@link Fabric#bufferArena()}); closed after every MR is deregistered. */
     protected Arena arena;
 
     private final Deque<AutoCloseable> tracked = new ArrayDeque<>();
@@ -107,7 +107,7 @@ public abstract class ConformanceTestBase {
         fabric = createFabric(clock);
         assertTrue(fabric.deviceCount() >= 2, "a conformance fabric needs at least 2 devices, has "
                 + fabric.deviceCount());
-        arena = Arena.ofShared();
+        arena = fabric.bufferArena();
         ctxA = fabric.device(0).open();
         ctxB = fabric.device(1).open();
         players = new Players(this);

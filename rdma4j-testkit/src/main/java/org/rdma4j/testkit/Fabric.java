@@ -1,5 +1,7 @@
 package org.rdma4j.testkit;
 
+import java.lang.foreign.Arena;
+
 import org.rdma4j.common.ManualClock;
 import org.rdma4j.verbs.Device;
 
@@ -31,6 +33,18 @@ public interface Fabric extends AutoCloseable {
      */
     default void setPortState(int deviceIndex, int port, boolean active) {
         throw new UnsupportedOperationException("this fabric cannot change port states");
+    }
+
+    /**
+     * A new arena for the test's buffers (the memory tests register and read and write directly). A
+     * fabric whose devices live in other processes returns one that allocates from memory those processes
+     * share, at the same virtual address in each; the default is {@link Arena#ofShared()}. Closed by
+     * the test after every region over it is deregistered, before the fabric is closed.
+     *
+     * @return a fresh arena whose segments are native, zeroed and alive until it is closed
+     */
+    default Arena bufferArena() {
+        return Arena.ofShared();
     }
 
     /** Tears the fabric down; its devices are gone afterwards. */

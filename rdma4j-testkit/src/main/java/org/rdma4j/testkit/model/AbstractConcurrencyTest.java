@@ -440,7 +440,7 @@ public abstract class AbstractConcurrencyTest {
         final Arena arena;
 
         Side(int device, int cqe) {
-            arena = closer.add(Arena.ofShared());
+            arena = closer.add(fabric.bufferArena());
             ctx = closer.add(fabric.device(device).open());
             pd = closer.add(ctx.allocPd());
             cq = closer.add(ctx.createCq(Math.min(cqe, ctx.queryDevice().maxCqe()), null, 0));

@@ -36,6 +36,7 @@ final class ModelRun {
     static final int MAX_BATCH = 16;
 
     final QpType type;
+    private final Fabric fabric;
     final ModelSide a;
     final ModelSide b;
     final int mtu;
@@ -62,8 +63,9 @@ final class ModelRun {
         this.type = type;
         this.atomicOrder = atomicOrder;
         this.timeoutNs = timeoutNs;
-        a = new ModelSide("A", fabric.device(0), type, seed, closer);
-        b = new ModelSide("B", fabric.device(1), type, ~seed, closer);
+        this.fabric = fabric;
+        a = new ModelSide("A", fabric.device(0), fabric.bufferArena(), type, seed, closer);
+        b = new ModelSide("B", fabric.device(1), fabric.bufferArena(), type, ~seed, closer);
         Mtu pathMtu = a.ctx.queryPort(Wiring.PORT).activeMtu();
         Mtu other = b.ctx.queryPort(Wiring.PORT).activeMtu();
         if (other.bytes() < pathMtu.bytes()) {
@@ -96,7 +98,7 @@ final class ModelRun {
 
     /** Adds B's region without remote access and a deregistered R_Key, for the bad operations. */
     void prepareBadTargets(Closer closer) {
-        Arena arena = closer.add(Arena.ofShared());
+        Arena arena = closer.add(fabric.bufferArena());
         MemorySegment seg = arena.allocate(4096, 4096);
         restricted = closer.add(b.pd.regMr(seg, AccessFlag.of(AccessFlag.LOCAL_WRITE)));
         MemorySegment staleSeg = arena.allocate(4096, 4096);

@@ -73,10 +73,10 @@ final class ModelSide {
     AddressHandle ahToPeer;
     private long recvCount;
 
-    ModelSide(String name, Device device, QpType type, long seed, Closer closer) {
+    ModelSide(String name, Device device, Arena bufferArena, QpType type, long seed, Closer closer) {
         this.name = name;
         this.recvRandom = new Random(seed);
-        Arena arena = closer.add(Arena.ofShared());
+        Arena arena = closer.add(bufferArena);
         ctx = closer.add(device.open());
         pd = closer.add(ctx.allocPd());
         sendCq = closer.add(ctx.createCq(256, null, 0));

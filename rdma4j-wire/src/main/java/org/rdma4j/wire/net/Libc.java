@@ -59,6 +59,10 @@ final class Libc {
     static final int UDP_NO_CHECK6_TX = 101;
     /** linux/udp.h: accept IPv6 UDP with checksum 0 (RFC 6936), which the stack drops by default. */
     static final int UDP_NO_CHECK6_RX = 102;
+    /** linux/udp.h: UDP GSO, the segment size of a send (setsockopt or a cmsg with a u16). */
+    static final int UDP_SEGMENT = 103;
+    /** linux/udp.h: UDP GRO receive; each coalesced datagram carries a cmsg with the segment size (int). */
+    static final int UDP_GRO = 104;
     static final int F_GETFL = 3;
     static final int F_SETFL = 4;
     static final int O_NONBLOCK = 0x800;
@@ -68,11 +72,15 @@ final class Libc {
     static final int SHUT_RDWR = 2;
     static final short POLLIN = 0x1;
     static final int EINTR = 4;
+    static final int EIO = 5;
+    static final int EINVAL = 22;
     static final int EAGAIN = 11;
 
     static final long IOVEC_SIZE = 16;
     static final long MSGHDR_SIZE = 56;
     static final long MMSGHDR_SIZE = 64;
+    /** struct cmsghdr: cmsg_len (size_t), cmsg_level, cmsg_type (int); data follows 8-aligned. */
+    static final long CMSGHDR_SIZE = 16;
     /** Room for a sockaddr_in6 (28 B), the largest address this package handles. */
     static final int SOCKADDR_SIZE = 28;
 

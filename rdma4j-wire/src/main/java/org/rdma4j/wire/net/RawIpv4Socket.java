@@ -85,6 +85,24 @@ public final class RawIpv4Socket implements AutoCloseable {
     }
 
     /**
+     * Asks for a receive buffer of {@code bytes} beyond {@code net.core.rmem_max} ({@code SO_RCVBUFFORCE}; a
+     * capture holds copies of every IPv4 UDP packet of the namespace, and bursts of 64 KiB messages overflow
+     * the default 208 KiB).
+     *
+     * @param bytes the buffer size to ask for
+     * @throws IOException if setsockopt fails
+     */
+    public void setReceiveBufferForced(int bytes) throws IOException {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment v = a.allocate(ValueLayout.JAVA_INT);
+            v.set(ValueLayout.JAVA_INT, 0, bytes);
+            if (Libc.setsockopt(state, fd, Libc.SOL_SOCKET, Libc.SO_RCVBUFFORCE, v, 4) != 0) {
+                throw Libc.error("setsockopt(SO_RCVBUFFORCE)", state, "");
+            }
+        }
+    }
+
+    /**
      * Sends one UDP datagram with the given IPv4 header fields; DF is set, fragment offset 0, no
      * options, UDP checksum 0 (allowed for IPv4 by RFC 768; rxe sends 0 too and the ICRC masks it).
      *

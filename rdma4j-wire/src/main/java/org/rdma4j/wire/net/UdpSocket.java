@@ -387,6 +387,20 @@ public final class UdpSocket implements AutoCloseable {
     }
 
     /**
+     * Lets the kernel coalesce datagrams of one flow into one receive ({@code UDP_GRO}, Linux 5.0+): a
+     * {@link #receiveBatch} slot may then hold several equal-sized datagrams back to back (the last may be
+     * shorter), and {@link DatagramBatch#segmentSize} tells their size. Slots should hold 64 KiB, or a
+     * coalesced receive is cut ({@link DatagramBatch#truncated}). The datagrams that a sender's UDP GSO
+     * send made reach such a socket on loopback as the one buffer the sender wrote.
+     *
+     * @param on true to receive coalesced
+     * @throws IOException if setsockopt fails (ENOPROTOOPT before Linux 5.0)
+     */
+    public synchronized void setGroReceive(boolean on) throws IOException {
+        setInt(Libc.SOL_UDP, Libc.UDP_GRO, on ? 1 : 0, "UDP_GRO");
+    }
+
+    /**
      * @param bytes SO_RCVBUF (the kernel doubles it and caps it at net.core.rmem_max)
      * @throws IOException if setsockopt fails
      */
@@ -552,17 +566,34 @@ public final class UdpSocket implements AutoCloseable {
      * @throws IOException if the first datagram fails (a later failure shows as a short count)
      */
     public int sendBatch(DatagramBatch batch, int count) throws IOException {
-        if (count < 1 || count > batch.capacity()) {
-            throw new IllegalArgumentException("count " + count + " (batch holds " + batch.capacity() + ")");
+        return sendBatch(batch, 0, count);
+    }
+
+    /**
+     * Sends slots [first, first + count) of a batch with one {@code sendmmsg}; a slot with a
+     * {@link DatagramBatch#setSegmentSize segment size} leaves as that many datagrams (UDP GSO).
+     *
+     * @param batch lengths, destination addresses and segment sizes set per slot
+     * @param first the first slot to send
+     * @param count 1..batch.capacity() - first
+     * @return how many slots were sent (the first ones); 0 if non-blocking and the buffer is full
+     * @throws IOException if the first slot fails (a later failure shows as a short count); a GSO slot the
+     *     kernel refuses fails with EINVAL (e.g. IPv6 with {@link #setZeroChecksumSend}, more than 64
+     *     segments) or EIO (no checksum offload on the route)
+     */
+    public int sendBatch(DatagramBatch batch, int first, int count) throws IOException {
+        if (first < 0 || count < 1 || first + count > batch.capacity()) {
+            throw new IllegalArgumentException("slots [" + first + ", +" + count + ") (batch holds " + batch.capacity() + ")");
         }
-        for (int i = 0; i < count; i++) {
+        for (int i = first; i < first + count; i++) {
             requireFamily(batch.address(i));
         }
-        batch.prepareSend(count);
+        batch.prepareSend(first, count);
+        MemorySegment vec = first == 0 ? batch.msgs : batch.msgs.asSlice(Libc.MMSGHDR_SIZE * first);
         enter();
         try {
             while (true) {
-                int n = Libc.sendmmsg(sendState, fd, batch.msgs, count, 0);
+                int n = Libc.sendmmsg(sendState, fd, vec, count, 0);
                 if (n >= 0) {
                     return n;
                 }
@@ -571,7 +602,7 @@ public final class UdpSocket implements AutoCloseable {
                     return 0;
                 }
                 if (e != Libc.EINTR) {
-                    throw Libc.error("sendmmsg", sendState, batch.address(0).toString());
+                    throw Libc.error("sendmmsg", sendState, batch.address(first).toString());
                 }
             }
         } finally {

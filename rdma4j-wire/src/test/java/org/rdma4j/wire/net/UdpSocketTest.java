@@ -93,6 +93,69 @@ class UdpSocketTest {
         }
     }
 
+    /**
+     * UDP GSO (udp(7) UDP_SEGMENT): one slot of a send batch, sliced out of caller memory, leaves as datagrams
+     * of the segment size (the last shorter), and the slot after it as one datagram. A plain receiver sees
+     * each datagram; a receiver with UDP_GRO sees the GSO train as one slot with its segment size.
+     */
+    @ParameterizedTest
+    @ValueSource(booleans = {false, true})
+    void gsoSendsLeaveAsSegmentsAndGroCoalescesThem(boolean gro) throws IOException {
+        InetAddress lo = loopback("4");
+        try (UdpSocket a = UdpSocket.open(lo, 0); UdpSocket b = UdpSocket.open(lo, 0)) {
+            b.setGroReceive(gro);
+            MemorySegment mem = bytes(10_000, 3);
+            DatagramBatch out = new DatagramBatch(2, 1);
+            out.setSlice(0, mem, 100, 5 * 1000 + 300); // 5 segments of 1000 and one of 300
+            out.setSegmentSize(0, 1000);
+            out.address(0).set(b.localAddress());
+            out.setSlice(1, mem, 6000, 700);
+            out.address(1).set(b.localAddress());
+            assertEquals(2, a.sendBatch(out, 2));
+            DatagramBatch in = new DatagramBatch(16, 65536);
+            int[] want = {1000, 1000, 1000, 1000, 1000, 300, 700};
+            long[] at = {100, 1100, 2100, 3100, 4100, 5100, 6000};
+            int got = 0;
+            for (int tries = 0; got < want.length && tries < 100; tries++) {
+                if (!b.awaitReadable(2_000)) {
+                    break;
+                }
+                int n = b.receiveBatchNow(in);
+                for (int i = 0; i < n; i++) {
+                    int len = in.length(i);
+                    int seg = in.segmentSize(i);
+                    int pieces = seg == 0 ? 1 : (len + seg - 1) / seg;
+                    if (gro && got == 0) {
+                        assertEquals(1000, seg, "GRO segment size of the GSO train");
+                        assertEquals(5300, len);
+                    }
+                    for (int k = 0; k < pieces; k++) {
+                        int l = seg == 0 ? len : Math.min(seg, len - k * seg);
+                        assertEquals(want[got], l, "datagram " + got);
+                        assertEquals(-1, in.buffer(i).asSlice((long) k * (seg == 0 ? 0 : seg), l).mismatch(mem.asSlice(at[got], l)),
+                                "bytes of datagram " + got);
+                        got++;
+                    }
+                }
+            }
+            assertEquals(want.length, got);
+        }
+    }
+
+    @Test
+    void gsoIsRefusedWithoutAChecksumAndTheErrnoSaysSo() throws IOException {
+        // udp_v6_send_skb: GSO needs the UDP checksum; with UDP_NO_CHECK6_TX the kernel answers EINVAL
+        try (UdpSocket a = UdpSocket.open(loopback("6"), 0); UdpSocket b = UdpSocket.open(loopback("6"), 0)) {
+            a.setZeroChecksumSend(true);
+            DatagramBatch out = new DatagramBatch(1, 1);
+            out.setSlice(0, bytes(4000, 1), 0, 4000);
+            out.setSegmentSize(0, 1000);
+            out.address(0).set(b.localAddress());
+            NativeIOException e = assertThrows(NativeIOException.class, () -> a.sendBatch(out, 1));
+            assertEquals(22, e.errno(), e.getMessage());
+        }
+    }
+
     @Test
     void batchSlotsCanPointAtCallerMemory() throws IOException {
         InetAddress lo = loopback("4");

@@ -1,0 +1,41 @@
+package org.rdma4j.soft;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.net.InetAddress;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.Test;
+import org.rdma4j.common.ManualClock;
+import org.rdma4j.verbs.Context;
+import org.rdma4j.verbs.Gid;
+
+/** The remote peer's life: shared across fabrics, replaced when it dies. */
+class SoftRemotePeerLifecycleTest {
+    @Test
+    void fabricsShareOnePeerAndADeadPeerIsReplaced() throws Exception {
+        long first;
+        try (SoftRemoteTestFabric f = new SoftRemoteTestFabric(new ManualClock())) {
+            first = f.remotePid();
+        }
+        try (SoftRemoteTestFabric f = new SoftRemoteTestFabric(new ManualClock())) {
+            assertEquals(first, f.remotePid(), "the second fabric reuses the running peer");
+        }
+        // End the child we started, by its PID, as the JVM-exit hook would.
+        ProcessHandle child = ProcessHandle.of(first).orElseThrow();
+        child.destroy();
+        child.onExit().get(30, TimeUnit.SECONDS);
+        try (SoftRemoteTestFabric f = new SoftRemoteTestFabric(new ManualClock())) {
+            assertNotEquals(first, f.remotePid(), "a new peer after the old one died");
+            assertTrue(ProcessHandle.of(f.remotePid()).map(ProcessHandle::isAlive).orElse(false), "new peer alive");
+            Context ctx = f.device(1).open();
+            try {
+                assertEquals(Gid.ofInetAddress(InetAddress.ofLiteral("127.0.0.2")), ctx.queryGid(1, 0));
+            } finally {
+                ctx.close();
+            }
+        }
+    }
+}

@@ -1,0 +1,129 @@
+package org.rdma4j.soft;
+
+import java.io.DataInputStream;
+import java.lang.foreign.Arena;
+import java.net.InetAddress;
+import java.util.List;
+
+import org.rdma4j.common.ManualClock;
+import org.rdma4j.testkit.Fabric;
+import org.rdma4j.verbs.Device;
+import org.rdma4j.verbs.PortState;
+
+/**
+ * The conformance fixture across two processes: device A is a RoCE {@link SoftDevice} on 127.0.0.1 in this
+ * JVM, device B a RoCE SoftDevice on 127.0.0.2 in the child JVM of {@link RemotePeer}, with its own engine,
+ * timers and UDP socket; the two meet only through RoCEv2 over UDP between the processes. The test drives B
+ * through {@link RemoteVerbs} proxies. Buffers come from memory shared with the child at the same address
+ * ({@link #bufferArena()}), and every advance of the test's {@link ManualClock} is forwarded to B's clock
+ * before {@code advance} returns, so timer-driven tests mean the same as in one process.
+ */
+final class SoftRemoteTestFabric implements Fabric {
+    private final ManualClock clock;
+    private final RemotePeer peer;
+    private final SoftFabric hostA;
+    private final SoftDevice deviceA;
+    private final Device deviceB;
+    private final int remoteFabric;
+    private final int remoteDevice;
+    private final ManualClock.Listener forward;
+    private boolean closed;
+
+    SoftRemoteTestFabric(ManualClock clock) {
+        this.clock = clock;
+        this.peer = RemotePeer.shared();
+        int port = SoftRoceTestFabric.freeUdpPort();
+        int[] handles = new int[2];
+        String[] name = new String[2];
+        long[] guid = new long[1];
+        peer.call(RemoteProtocol.FABRIC_OPEN, 0, o -> {
+            o.writeLong(clock.nanoTime());
+            o.writeInt(port);
+        }, (DataInputStream in) -> {
+            handles[0] = in.readInt();
+            handles[1] = in.readInt();
+            name[0] = in.readUTF();
+            guid[0] = in.readLong();
+            name[1] = in.readUTF();
+            return null;
+        });
+        this.remoteFabric = handles[0];
+        this.remoteDevice = handles[1];
+        RemoteVerbs verbs = new RemoteVerbs(peer);
+        this.deviceB = verbs.device(remoteDevice, name[0], guid[0], name[1]);
+        this.hostA = new SoftFabric(clock);
+        try {
+            this.deviceA = hostA.addRoceDevice("rxe0",
+                    new RoceConfig(List.of(InetAddress.ofLiteral("127.0.0.1")), port, null));
+        } catch (RuntimeException e) {
+            hostA.close();
+            peer.run(RemoteProtocol.FABRIC_CLOSE, remoteFabric, o -> { });
+            throw e;
+        }
+        long now = clock.nanoTime();
+        this.forward = t -> peer.run(RemoteProtocol.ADVANCE, remoteFabric, o -> o.writeLong(t));
+        clock.addListener(forward);
+        if (clock.nanoTime() != now) {
+            forward.onTimeAdvanced(clock.nanoTime());
+        }
+    }
+
+    /** @return the child's PID (device B's process) */
+    long remotePid() {
+        return peer.pid();
+    }
+
+    @Override
+    public Device device(int index) {
+        return switch (index) {
+            case 0 -> deviceA;
+            case 1 -> deviceB;
+            default -> throw new IndexOutOfBoundsException("device " + index + " of 2");
+        };
+    }
+
+    @Override
+    public int deviceCount() {
+        return 2;
+    }
+
+    @Override
+    public ManualClock clock() {
+        return clock;
+    }
+
+    @Override
+    public void setPortState(int deviceIndex, int port, boolean active) {
+        if (deviceIndex == 0) {
+            deviceA.setPortState(port, active ? PortState.ACTIVE : PortState.DOWN);
+        } else if (deviceIndex == 1) {
+            peer.run(RemoteProtocol.PORT_STATE, remoteDevice, o -> {
+                o.writeInt(port);
+                o.writeBoolean(active);
+            });
+        } else {
+            throw new IndexOutOfBoundsException("device " + deviceIndex + " of 2");
+        }
+    }
+
+    /** Buffers in the memory shared with the remote peer, so B's regions and RDMA targets are real memory there. */
+    @Override
+    public Arena bufferArena() {
+        return peer.shm().newArena();
+    }
+
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        clock.removeListener(forward);
+        try {
+            hostA.close();
+        } finally {
+            peer.run(RemoteProtocol.FABRIC_CLOSE, remoteFabric, o -> { });
+            peer.shm().reset();
+        }
+    }
+}

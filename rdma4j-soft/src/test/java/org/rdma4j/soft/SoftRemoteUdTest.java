@@ -1,0 +1,13 @@
+package org.rdma4j.soft;
+
+import org.rdma4j.common.ManualClock;
+import org.rdma4j.testkit.AbstractUdTest;
+import org.rdma4j.testkit.Fabric;
+
+/** The conformance suite {@link AbstractUdTest} with device B in another JVM, over RoCEv2 on loopback. */
+class SoftRemoteUdTest extends AbstractUdTest {
+    @Override
+    protected Fabric createFabric(ManualClock clock) {
+        return new SoftRemoteTestFabric(clock);
+    }
+}
