@@ -167,7 +167,7 @@ public final class SoftDevice implements Device {
                 m.put(c.rxeName(), counters[c.ordinal()]);
             }
         } finally {
-            fabric.engine.unlock();
+            fabric.unlockEngine();
         }
         return java.util.Collections.unmodifiableMap(m);
     }
