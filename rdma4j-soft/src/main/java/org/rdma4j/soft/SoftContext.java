@@ -57,6 +57,13 @@ final class SoftContext extends SoftResource implements Context {
     }
 
     @Override
+    public java.util.Map<String, Long> queryPortCounters(int port) {
+        checkNotClosed();
+        device.checkPort(port);
+        return device.counters();
+    }
+
+    @Override
     public Gid queryGid(int port, int index) {
         checkNotClosed();
         device.checkPort(port);

@@ -57,5 +57,19 @@ public enum SoftCounter {
     /** UDP GSO sends the kernel refused (EINVAL/EIO); the socket then sends one datagram per packet. */
     ROCE_GSO_REFUSED,
     /** Receives that held several datagrams coalesced by UDP GRO. */
-    ROCE_GRO_RECEIVES
+    ROCE_GRO_RECEIVES;
+
+    /**
+     * @return the name {@code Context.queryPortCounters} gives it: rxe's hw counter name where rxe
+     *         counts the same thing (rxe_hw_counters.c), else the lower-case constant name
+     */
+    public String rxeName() {
+        return switch (this) {
+            case RCV_RNR_ERR -> "rcvd_rnr_err";
+            case SND_RNR -> "send_rnr_err";
+            case RCV_SEQ_ERR -> "rcvd_seq_err";
+            case RNR_RETRY_EXCEEDED_ERR -> "retry_rnr_exceeded_err";
+            default -> name().toLowerCase(java.util.Locale.ROOT);
+        };
+    }
 }

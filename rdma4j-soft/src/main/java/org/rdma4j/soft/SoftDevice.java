@@ -155,6 +155,23 @@ public final class SoftDevice implements Device {
         return counters[c.ordinal()];
     }
 
+    /**
+     * @return every counter by {@link SoftCounter#rxeName()}, read together under the engine lock (the
+     *         engine writes them under it)
+     */
+    java.util.Map<String, Long> counters() {
+        var m = new java.util.LinkedHashMap<String, Long>();
+        fabric.lockEngine();
+        try {
+            for (SoftCounter c : SoftCounter.values()) {
+                m.put(c.rxeName(), counters[c.ordinal()]);
+            }
+        } finally {
+            fabric.unlockEngine();
+        }
+        return java.util.Collections.unmodifiableMap(m);
+    }
+
     /** Engine lock held. */
     void count(SoftCounter c) {
         counters[c.ordinal()]++;

@@ -24,6 +24,7 @@ import org.rdma4j.verbs.Context;
 import org.rdma4j.verbs.Device;
 import org.rdma4j.verbs.DeviceAttributes;
 import org.rdma4j.verbs.Gid;
+import org.rdma4j.verbs.Linger;
 import org.rdma4j.verbs.MemoryRegion;
 import org.rdma4j.verbs.Mtu;
 import org.rdma4j.verbs.PortAttributes;
@@ -215,6 +216,8 @@ public final class Perftest {
             return 1;
         }
         Role client = new Role(true, clientDev, out, true);
+        client.peer = server;
+        server.peer = client;
         client.host = "127.0.0.1";
         client.port = p;
         int rc = client.runGuarded(null);
@@ -274,6 +277,15 @@ public final class Perftest {
         PerftestFormat.TestInfo info;
         final List<PerftestFormat.Report> reports = new ArrayList<>();
         final List<LatStats> lats = new ArrayList<>();
+        /** The other role when both run in this process (loopback): its end ends our linger. */
+        volatile Role peer;
+        /** Set when this role is done with its QPs (its test is over, or it failed). */
+        volatile boolean done;
+        /** How the last linger ended (tests read it), or null if the run did not linger. */
+        volatile Linger lastLinger;
+        /** write_lat over RC: the linger, started at the last completion of the last size, and when. */
+        Linger lingerStart;
+        long lingerFrom;
 
         Role(boolean client, String devName, PrintStream text, boolean reportErrors) {
             this.client = client;
@@ -298,6 +310,7 @@ public final class Perftest {
                 fail(e.getMessage());
                 return 1;
             } finally {
+                done = true;
                 close();
             }
         }
@@ -1085,6 +1098,11 @@ public final class Perftest {
                 LatStats s;
                 try {
                     s = runLatSize(size, duration, o.duration, margin, rtt);
+                    if (o.verb == Verb.WRITE && o.connection.equals("RC")) {
+                        // The linger counts from the last completion, before the report is printed.
+                        lingerFrom = System.nanoTime();
+                        lingerStart = Linger.forPeerOf(ctx, o.ibPort, qps[0].query().timeout(), lingerFrom);
+                    }
                 } catch (Interrupted i) {
                     s = i.lat;
                 }
@@ -1099,11 +1117,13 @@ public final class Perftest {
                     stoppedAfterReport();
                 }
             }
+            boolean lingers = false;
             if (o.verb == Verb.WRITE) {
                 // write_lat.c ends without a closing hand-shake.
                 if (printing()) {
                     text.print(PerftestFormat.RESULT_LINE);
                 }
+                lingers = lingerStart != null && !stopRequested;
             } else if (o.verb == Verb.SEND) {
                 if (printing()) {
                     text.print(PerftestFormat.RESULT_LINE);
@@ -1116,7 +1136,36 @@ public final class Perftest {
                 }
             }
             finish();
+            if (lingers) {
+                linger();
+            }
             return 0;
+        }
+
+        /**
+         * ib_write_lat over RC ends without a closing hand-shake, and each side's last event may be one
+         * whose ACK is still on the wire: the side that sees the peer's last WRITE in memory has ACKed it,
+         * and the side whose last WRITE completed has ACKed the peer's last one before. If that ACK is lost,
+         * the peer resends the WRITE, and only a live QP answers a duplicate (IBA 9.9.2); rdma_rxe with
+         * retry_cnt 7 resends forever to a destroyed one. So the QP stays until no packet has arrived for
+         * 3 local ACK timeouts ({@code -u}, default 14: 67 ms each), capped ({@link Linger}), or until the
+         * peer role in this process is done. The other tests end with a hand-shake over TCP that each side
+         * reaches only after its last completion, so a lost ACK is resent and answered before either QP
+         * goes.
+         */
+        private void linger() {
+            done = true;
+            Role p = peer;
+            Linger l = lingerStart;
+            Linger.End end = l.await(() -> p != null && p.done || stopRequested);
+            lastLinger = l;
+            if (reportErrors && (l.arrivals() > 0 || end == Linger.End.CAP)) {
+                // Only under loss: then it shows that the linger answered the peer's resends.
+                err.println(" kept the QP " + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - lingerFrom)
+                        + " ms after the last completion; " + l.arrivals()
+                        + " packet(s) arrived meanwhile (resends whose ACK was lost)"
+                        + (end == Linger.End.CAP ? "; stopped at the cap" : ""));
+            }
         }
 
         private LatStats runLatSize(long size, boolean duration, int durationS, int marginS, int rtt) {

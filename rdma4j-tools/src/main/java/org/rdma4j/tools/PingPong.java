@@ -19,6 +19,7 @@ import org.rdma4j.verbs.CompletionQueue;
 import org.rdma4j.verbs.Context;
 import org.rdma4j.verbs.Device;
 import org.rdma4j.verbs.Gid;
+import org.rdma4j.verbs.Linger;
 import org.rdma4j.verbs.MemoryRegion;
 import org.rdma4j.verbs.Mtu;
 import org.rdma4j.verbs.PortAttributes;
@@ -72,6 +73,12 @@ public final class PingPong {
     private final boolean progress;
     /** Counted down when the data phase starts (tests stop a run at a known point with it). */
     final CountDownLatch dataPhase = new CountDownLatch(1);
+    /** Counted down when this side is done with its QPs: the data phase is over or failed. */
+    final CountDownLatch dataDone = new CountDownLatch(1);
+    /** The other side when both run in this process (--loopback): its end ends our linger. */
+    volatile PingPong peer;
+    /** How the last linger ended (tests read it), or null if the run did not linger. */
+    volatile Linger lastLinger;
 
     /** A failure that ends the run; the message is rdma-core's line (with rdma4j's detail). */
     static final class RunException extends RuntimeException {
@@ -157,14 +164,17 @@ public final class PingPong {
                 return side.run(listener);
             }
         } catch (RunException e) {
+            dataDone.countDown();
             out.flush();
             err.println(e.getMessage());
             return stop.stopped() ? 130 : 1;
         } catch (VerbsException e) {
+            dataDone.countDown();
             out.flush();
             err.println(e.getMessage());
             return 1;
         } catch (RuntimeException e) {
+            dataDone.countDown();
             // A provider failure the tool has no words for: still a message and an exit status, not a trace.
             out.flush();
             err.println(o.kind.command() + ": unexpected failure: " + e);
@@ -246,6 +256,9 @@ public final class PingPong {
         long verifyBad;
         final RecvWorkRequest rwr = new RecvWorkRequest(1);
         final SendWorkRequest swr = new SendWorkRequest(1);
+        /** RC: the linger started at the last completion, and when that was; null for UD or a stopped run. */
+        Linger linger;
+        long lingerFrom;
 
         Side(Device dev) {
             this.dev = dev;
@@ -312,7 +325,40 @@ public final class PingPong {
             if (o.serverName != null) {
                 connect(mine, remote);
             }
-            return dataPhase(remote, routs);
+            int rc = dataPhase(remote, routs);
+            dataDone.countDown();
+            if (rc == 0 && linger != null) {
+                linger();
+            }
+            return rc;
+        }
+
+        /**
+         * Keeps the RC QPs alive after the last completion before pp_close_ctx destroys them. Each side's
+         * last event can be a receive whose ACK is still on the wire: the client's receive of the server's
+         * last SEND, or the server's of the client's last SEND while the client waits for its ACK. If that
+         * ACK is lost, the peer resends, and only a live QP answers a duplicate (IBA 9.9.2). rdma-core
+         * destroys at once, so an ibv_rc_pingpong server on rdma_rxe, which resends forever with
+         * retry_cnt 7, never finished when our client's last ACK was lost under netem loss
+         * (docs/interop.md). The linger ends once no packet has arrived for 3 local ACK timeouts
+         * (4.096 us * 2^14 each, the timeout both ends set), capped ({@link Linger}), or at once when the
+         * peer runs in this process (--loopback) and has finished its data phase: then it resends nothing.
+         * The linger counts from the last completion (see {@link #startLinger}); the report is printed in
+         * between, as rdma-core prints it.
+         */
+        private void linger() {
+            out.flush();
+            PingPong p = peer;
+            Linger l = linger;
+            Linger.End end = l.await(() -> p != null && p.dataDone.getCount() == 0 || stop.stopped());
+            lastLinger = l;
+            if (l.arrivals() > 0 || end == Linger.End.CAP) {
+                // Only under loss: then it shows that the linger answered the peer's resends.
+                err.println(o.kind.command() + ": kept the QP" + (numQp > 1 ? "s " : " ")
+                        + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - lingerFrom) + " ms after the last completion; "
+                        + l.arrivals() + " packet(s) arrived meanwhile (resends whose ACK was lost)"
+                        + (end == Linger.End.CAP ? "; stopped at the cap" : ""));
+            }
         }
 
         /** pp_init_ctx: channel, PD, buffer, MR, CQ, SRQ, QPs in INIT. */
@@ -613,6 +659,9 @@ public final class PingPong {
                 }
             }
             long end = System.nanoTime();
+            if (!ud && !interrupted) {
+                startLinger(end);
+            }
             if (progress) {
                 err.print("\r" + " ".repeat(60) + "\r");
                 err.flush();
@@ -640,6 +689,16 @@ public final class PingPong {
                 }
             }
             return interrupted ? 130 : 0;
+        }
+
+        /**
+         * Starts the linger's clock and counter at the last completion: printing the report can take
+         * longer than the peer's retransmit timeout (a cold JVM under load), and a resend answered then
+         * is part of the linger too.
+         */
+        private void startLinger(long now) {
+            lingerFrom = now;
+            linger = Linger.forPeerOf(ctx, o.ibPort, qps[0].query().timeout(), now);
         }
 
         /** Where the message starts in the buffer: UD receives put the 40-byte GRH first. */
@@ -787,6 +846,8 @@ public final class PingPong {
             PrefixStream cErr = new PrefixStream(err, "[client] ");
             PingPong serverSide = new PingPong(so, sOut, sErr, stop, false);
             PingPong clientSide = new PingPong(co, cOut, cErr, stop, terminal);
+            serverSide.peer = clientSide;
+            clientSide.peer = serverSide;
             int[] rc = new int[2];
             Thread t = Thread.ofPlatform().name("rdma4j-pingpong-server").start(() -> rc[0] = serverSide.run(server,
                     listener));

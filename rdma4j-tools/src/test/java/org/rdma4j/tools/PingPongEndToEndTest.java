@@ -20,6 +20,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import org.junit.jupiter.api.Test;
+import org.rdma4j.verbs.Linger;
 import org.rdma4j.verbs.Verbs;
 
 /**
@@ -222,6 +223,65 @@ class PingPongEndToEndTest {
         assertEquals(shapes(recorded("rc_pingpong-client.txt")), shapes(client.out()), client.out());
         assertTrue(s.out().contains("\n10240 bytes in "), s.out());
         assertEquals(addresses(s.out(), "local"), addresses(client.out(), "remote"));
+    }
+
+    /** Server and client of one kind on soft0/soft1, each its own run; {@code linked} as --loopback links them. */
+    private static PingPong[] runPair(PingPongOptions.Kind kind, boolean linked, String... args) throws Exception {
+        StopSignal stop = new StopSignal();
+        PingPongOptions so = PingPongOptions.parse(kind, args);
+        PingPongOptions co = PingPongOptions.parse(kind, args);
+        ServerSocket listener = PingPongExchange.listen(0);
+        co.serverName = "127.0.0.1";
+        co.port = listener.getLocalPort();
+        var sink = new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8);
+        var sErr = new ByteArrayOutputStream();
+        var cErr = new ByteArrayOutputStream();
+        PingPong server = new PingPong(so, sink, new PrintStream(sErr, true, StandardCharsets.UTF_8), stop, false);
+        PingPong client = new PingPong(co, sink, new PrintStream(cErr, true, StandardCharsets.UTF_8), stop, false);
+        if (linked) {
+            server.peer = client;
+            client.peer = server;
+        }
+        CompletableFuture<Integer> s = async(() -> server.run(Verbs.devices().get(0), listener));
+        CompletableFuture<Integer> c = async(() -> client.run(Verbs.devices().get(1), null));
+        assertEquals(0, c.get(60, TimeUnit.SECONDS), () -> cErr.toString(StandardCharsets.UTF_8));
+        assertEquals(0, s.get(60, TimeUnit.SECONDS), () -> sErr.toString(StandardCharsets.UTF_8));
+        return new PingPong[] {server, client};
+    }
+
+    @Test
+    void rcSidesLingerUntilQuietWhenThePeerIsNotInThisProcess() throws Exception {
+        assumeTwoDevices();
+        for (PingPong p : runPair(PingPongOptions.Kind.RC, false, "-g", "0", "-n", "5", "-s", "512")) {
+            Linger l = p.lastLinger;
+            assertTrue(l != null, "an RC side ended without lingering");
+            // Nothing is lost in process: no resend arrived, and the quiet period ended it.
+            assertEquals(Linger.End.QUIET, l.poll(0, false), l.toString());
+            assertTrue(l.observesArrivals(), l.toString());
+            assertEquals(0, l.arrivals(), l.toString());
+            assertEquals(Linger.QUIET_RETRANSMITS * Linger.retransmitTimeoutNs(14), l.quietNs(), l.toString());
+        }
+    }
+
+    @Test
+    void srqSidesLingerAndUdSidesDoNot() throws Exception {
+        assumeTwoDevices();
+        for (PingPong p : runPair(PingPongOptions.Kind.SRQ, true, "-g", "0", "-q", "2", "-n", "5", "-s", "512")) {
+            assertEquals(Linger.End.PEER_DONE, p.lastLinger.poll(0, false), p.lastLinger.toString());
+        }
+        for (PingPong p : runPair(PingPongOptions.Kind.UD, true, "-g", "0", "-n", "5", "-s", "512")) {
+            assertEquals(null, p.lastLinger, "UD has no ACKs to resend");
+        }
+    }
+
+    @Test
+    void inOneProcessTheLingerEndsWhenThePeerIsDone() throws Exception {
+        assumeTwoDevices();
+        for (PingPong p : runPair(PingPongOptions.Kind.RC, true, "-g", "0", "-n", "5", "-s", "512")) {
+            Linger l = p.lastLinger;
+            assertTrue(l != null, "an RC side ended without lingering");
+            assertEquals(Linger.End.PEER_DONE, l.poll(0, false), l.toString());
+        }
     }
 
     private static int freePort() throws IOException {

@@ -27,6 +27,19 @@ public interface Context extends AutoCloseable {
     Gid queryGid(int port, int index);
 
     /**
+     * The port's hardware counters, as Linux exposes a driver's rdma_hw_stats
+     * ({@code /sys/class/infiniband/<dev>/ports/<port>/hw_counters/}, {@code rdma statistic show}),
+     * named as rdma_rxe names them (rxe_hw_counters.c: {@code sent_pkts}, {@code rcvd_pkts},
+     * {@code duplicate_request}, ...). A snapshot: each value counts up from the device's creation.
+     *
+     * @param port port number
+     * @return counter name to value; empty when the provider keeps no counters
+     */
+    default java.util.Map<String, Long> queryPortCounters(int port) {
+        return java.util.Map.of();
+    }
+
+    /**
      * The DMA-mapping calls for per-I/O buffers of this device (Linux ib_dma_* on the ib_device).
      * Mappings belong to this context: any still live when it closes are leaks.
      *
