@@ -760,7 +760,7 @@ final class Responder {
         pendingAckMsn = msn;
         if (poller) {
             ackPending = true;
-            qp.device.ackDeferred(qp);
+            qp.fabric.ackDeferred(qp);
         } else if (!ackPending) {
             ackPending = true;
             qp.fabric.deferAck(this);
@@ -777,11 +777,6 @@ final class Responder {
         o.msn = pendingAckMsn;
         o.syndrome = UNLIMITED;
         qp.fabric.transmit(qp.device, o);
-    }
-
-    /** Forgets a deferred ACK (the QP is reset or destroyed: nothing of its state is answered any more). */
-    void dropAck() {
-        ackPending = false;
     }
 
     private Packet response(int op, int respPsn) {

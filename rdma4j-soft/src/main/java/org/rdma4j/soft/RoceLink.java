@@ -208,7 +208,7 @@ final class RoceLink implements Link {
                         continue;
                     }
                     // ACKs a poller deferred and did not send itself (it went quiet): this agent sends them
-                    device.flushAcksIfPending();
+                    device.fabric.flushAcksIfPending();
                     // Shortly after polling stopped, wake often: a poller that started again after the check
                     // above may defer an ACK whose datagram this agent will never see (bounded ACK delay).
                     long wait = sincePoll < RECENT_POLLER_NS ? 1 : RX_POLL_MS;
@@ -338,7 +338,7 @@ final class RoceLink implements Link {
             } finally {
                 device.deferAcks(false);
                 if (!poller) {
-                    device.flushAcks();
+                    device.fabric.flushAcks();
                 }
                 device.fabric.unlockEngine();
             }

@@ -246,7 +246,7 @@ public final class SoftDevice implements Device {
      * @return whether a packet was received
      */
     boolean pollIdle() {
-        flushAcksIfPending();
+        fabric.flushAcksIfPending();
         return pollLink();
     }
 
@@ -263,21 +263,6 @@ public final class SoftDevice implements Device {
     /** Marks the dispatch of a poller thread (true) and its end (engine lock). */
     void deferAcks(boolean on) {
         deferAcks = on;
-    }
-
-    /** Records that {@code qp}'s responder holds a deferred ACK (engine lock). */
-    void ackDeferred(SoftQp qp) {
-        fabric.ackDeferred(qp);
-    }
-
-    /** Sends every deferred ACK of the fabric (engine lock). */
-    void flushAcks() {
-        fabric.flushAcks();
-    }
-
-    /** Sends every deferred ACK of the fabric, taking the engine lock only if there may be one. */
-    void flushAcksIfPending() {
-        fabric.flushAcksIfPending();
     }
 
     /** Counts from a thread that does not hold the engine lock. */

@@ -235,7 +235,7 @@ final class SoftQp extends SoftResource implements QueuePair {
 
     private void modifyLocked(QpAttributes a) {
         // what the responder acknowledged so far goes out before the QP changes (rxe sent it at receive time)
-        device.flushAcks();
+        fabric.flushAcks();
         int mask = a.mask();
         QpState cur = state;
         if (a.has(QpAttrMask.CUR_STATE) && a.curState() != cur) {
@@ -551,7 +551,7 @@ final class SoftQp extends SoftResource implements QueuePair {
                 return false;
             }
             afterPost();
-            device.flushAcks(); // after this post's packets: an answer leaves before the ACKs it follows
+            fabric.flushAcks(); // after this post's packets: an answer leaves before the ACKs it follows
             return true;
         } finally {
             fabric.unlockEngine();
@@ -569,7 +569,7 @@ final class SoftQp extends SoftResource implements QueuePair {
             if (n > 0) {
                 afterPost();
             }
-            device.flushAcks();
+            fabric.flushAcks();
             return n;
         } finally {
             fabric.unlockEngine();
@@ -799,7 +799,7 @@ final class SoftQp extends SoftResource implements QueuePair {
                 throw new VerbsException(Errno.EBUSY, "QP " + qpn + " is still attached to multicast group(s) "
                         + mcastGroups + "; detach them first");
             }
-            device.flushAcks(); // acknowledged before it goes, as rxe had at receive time
+            fabric.flushAcks(); // acknowledged before it goes, as rxe had at receive time
             closed = true;
             state = QpState.RESET;
             retransDeadline = 0;
