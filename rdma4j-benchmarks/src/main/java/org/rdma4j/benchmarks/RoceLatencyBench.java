@@ -106,16 +106,7 @@ public class RoceLatencyBench {
     }
 
     private Thread start(String name, Runnable body) {
-        Thread t = Thread.ofPlatform().daemon().name(name).unstarted(() -> {
-            try {
-                body.run();
-            } catch (Throwable e) {
-                partnerFailure = e;
-                e.printStackTrace();
-            }
-        });
-        t.start();
-        return t;
+        return SendLatencyBench.startPartner(name, body, e -> partnerFailure = e);
     }
 
     @TearDown

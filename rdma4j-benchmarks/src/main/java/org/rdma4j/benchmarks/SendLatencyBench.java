@@ -91,11 +91,19 @@ public class SendLatencyBench {
     }
 
     private Thread startPartner(String name, Runnable body) {
+        return startPartner(name, body, e -> partnerFailure = e);
+    }
+
+    /**
+     * Starts a daemon partner thread running {@code body}; a failure is printed and handed to {@code failed}
+     * (the benchmark checks it in its spin loops and at tear-down).
+     */
+    static Thread startPartner(String name, Runnable body, java.util.function.Consumer<Throwable> failed) {
         Thread t = new Thread(() -> {
             try {
                 body.run();
             } catch (Throwable e) {
-                partnerFailure = e;
+                failed.accept(e);
                 e.printStackTrace();
             }
         }, name);
