@@ -51,8 +51,9 @@ final class IbvCq extends IbvObject implements CompletionQueue {
         }
         try (Arena a = Arena.ofConfined()) {
             MemorySegment st = Ibv.newCallState(a);
-            MemorySegment p = (MemorySegment) Ibv.CREATE_CQ.invokeExact(st, ctx.ptr, cqe, MemorySegment.NULL,
-                    channel == null ? MemorySegment.NULL : channel.ptr, compVector);
+            MemorySegment ch = channel == null ? MemorySegment.NULL : channel.ptr;
+            MemorySegment p = (MemorySegment) Ibv.CREATE_CQ.invokeExact(st, ctx.ptr, cqe, MemorySegment.NULL, ch,
+                    compVector);
             if (p.equals(MemorySegment.NULL)) {
                 throw IbvErrors.failed("ibv_create_cq", Ibv.errno(st), "cqe " + cqe + ", comp_vector " + compVector
                         + " on " + ctx.device.name());

@@ -128,8 +128,20 @@ final class IbvQp extends IbvObject implements QueuePair {
                 throw new VerbsException(Errno.EOPNOTSUPP, "libibverbs' struct ibv_qp differs from the layout this "
                         + "provider was written for (ibv_qp.context/pd are not the context and PD)");
             }
-            // ibv_create_qp.3: "will update the qp_init_attr->cap struct with the actual QP values"
+            // ibv_create_qp.3: "will update the qp_init_attr->cap struct with the actual QP values"; rxe
+            // (6.1) answers the create with what was asked and rounds the queues up to 2^n - 1 (rxe_queue_init),
+            // which ibv_query_qp reports (rxe_qp_to_attr): take the larger, so that cap() is what the QP holds
             QpCapabilities granted = IbvAttrs.qpCap(init, INIT_CAP);
+            MemorySegment qattr = a.allocate(IbvLayouts.QP_ATTR);
+            MemorySegment qinit = a.allocate(IbvLayouts.QP_INIT_ATTR);
+            if ((int) Ibv.QUERY_QP.invokeExact(st, p, qattr, 1 << 19 /* IBV_QP_CAP */, qinit) == 0) {
+                QpCapabilities q = IbvAttrs.qpCap(qattr, IbvLayouts.offset(IbvLayouts.QP_ATTR, "cap"));
+                granted = new QpCapabilities(Math.max(granted.maxSendWr(), q.maxSendWr()),
+                        srq != null ? granted.maxRecvWr() : Math.max(granted.maxRecvWr(), q.maxRecvWr()),
+                        Math.max(granted.maxSendSge(), q.maxSendSge()),
+                        srq != null ? granted.maxRecvSge() : Math.max(granted.maxRecvSge(), q.maxRecvSge()),
+                        Math.max(granted.maxInlineData(), q.maxInlineData()));
+            }
             IbvQp qp = new IbvQp(pd, p, type, granted, scq, rcq, srq);
             scq.users.incrementAndGet();
             rcq.users.incrementAndGet();
@@ -485,6 +497,9 @@ final class IbvQp extends IbvObject implements QueuePair {
 
     private void mcast(Gid mgid, int mlid, boolean attach) {
         String verb = attach ? "ibv_attach_mcast" : "ibv_detach_mcast";
+        if (mgid == null) {
+            throw new VerbsException(Errno.EINVAL, verb + ": the group GID is null");
+        }
         enter(verb);
         try (Arena a = Arena.ofConfined()) {
             MemorySegment st = Ibv.newCallState(a);

@@ -21,6 +21,29 @@ public interface Fabric extends AutoCloseable {
     /** @return how many devices the fabric has (at least 2) */
     int deviceCount();
 
+    /**
+     * Whether the two "hosts" are one device reaching itself (a kernel device such as rxe, which loops
+     * packets for its own GID back, rxe_loopback): then both indexes name the same device, with the same
+     * GUID and GIDs, and only what needs two distinct hosts is left out.
+     *
+     * @return true for a one-device loopback fabric; false (the default) for distinct devices
+     */
+    default boolean loopback() {
+        return false;
+    }
+
+    /**
+     * Whether the devices' protocol timers (retransmit, RNR) run on the wall clock rather than on
+     * {@link #clock()}: a kernel device's timers are the kernel's. Then advancing the clock does nothing,
+     * {@link ConformanceTestBase#advanceUntil} waits in real time instead, and what needs frozen time is
+     * left out.
+     *
+     * @return true when timers are real; false (the default) when {@link #clock()} drives them
+     */
+    default boolean realTimeTimers() {
+        return false;
+    }
+
     /** @return the clock that drives all protocol timers of the fabric's devices */
     ManualClock clock();
 
