@@ -94,12 +94,17 @@ class SoftEngineErrorsTest {
                     .cap(new QpCapabilities(64, 64, 1, 1, 0))));
         }
 
+        /** Connects with a generous timeout (16: 268 ms): the clock follows wall time, and this machine is loaded. */
         void connect(Ep peer, int retryCnt) {
+            connect(peer, retryCnt, 16);
+        }
+
+        void connect(Ep peer, int retryCnt, int timeout) {
             qp.modify(new QpAttributes().state(QpState.INIT).pkeyIndex(0).port(1)
                     .accessFlags(EnumSet.of(AccessFlag.REMOTE_WRITE, AccessFlag.REMOTE_READ)));
             qp.modify(new QpAttributes().state(QpState.RTR).av(new AhAttributes().dgid(peer.ctx.queryGid(1, 0)))
                     .pathMtu(Mtu.MTU_1024).destQpNum(peer.qp.qpNum()).rqPsn(0).maxDestRdAtomic(1).minRnrTimer(1));
-            qp.modify(new QpAttributes().state(QpState.RTS).sqPsn(0).timeout(8).retryCnt(retryCnt).rnrRetry(7)
+            qp.modify(new QpAttributes().state(QpState.RTS).sqPsn(0).timeout(timeout).retryCnt(retryCnt).rnrRetry(7)
                     .maxRdAtomic(1));
         }
 
@@ -195,10 +200,10 @@ class SoftEngineErrorsTest {
             Ep b1 = new Ep(d1);
             Ep a2 = new Ep(d0);
             Ep b2 = new Ep(d1);
-            a1.connect(b1, 2);
-            b1.connect(a1, 2);
-            a2.connect(b2, 2);
-            b2.connect(a2, 2);
+            a1.connect(b1, 2, 10);
+            b1.connect(a1, 2, 10);
+            a2.connect(b2, 6);
+            b2.connect(a2, 6);
             stillWorks(a2, b2, 1, clock);
             // b1's ACK throws: inside b1's receive processing, which runs on the posting thread in process
             faulty.throwIf = p -> p.srcQpn == b1.qp.qpNum();
@@ -227,8 +232,8 @@ class SoftEngineErrorsTest {
             Ep b1 = new Ep(d1);
             Ep a2 = new Ep(d0);
             Ep b2 = new Ep(d1);
-            a1.connect(b1, 7);
-            b1.connect(a1, 7);
+            a1.connect(b1, 7, 8);
+            b1.connect(a1, 7, 8);
             a2.connect(b2, 7);
             b2.connect(a2, 7);
             // a1's peer does not answer: its SEND is retransmitted by the timer agent, which then throws
@@ -268,10 +273,10 @@ class SoftEngineErrorsTest {
             Ep b1 = new Ep(d1);
             Ep a2 = new Ep(d0);
             Ep b2 = new Ep(d1);
-            a1.connect(b1, 2);
-            b1.connect(a1, 2);
-            a2.connect(b2, 2);
-            b2.connect(a2, 2);
+            a1.connect(b1, 2, 10);
+            b1.connect(a1, 2, 10);
+            a2.connect(b2, 6);
+            b2.connect(a2, 6);
             stillWorks(a2, b2, 1, clock);
             // b1's ACK throws inside b1's receive processing: on rxe1's receive agent (nobody polls b1's CQ)
             faulty.throwIf = p -> p.srcQpn == b1.qp.qpNum();
