@@ -325,7 +325,8 @@ public final class CmId implements AutoCloseable {
      * is bound to 0.0.0.0 and a free port first, as Linux does.
      *
      * @param backlog how many CONNECT_REQUESTs may wait, not yet taken from the channel; further requests
-     *                are rejected (reason 28). 0 or less, or more than {@link #MAX_BACKLOG}: {@value #MAX_BACKLOG}
+     *                go unanswered, so the peer's REQ retransmission may find room later (Linux's ucma
+     *                backlog). 0 or less, or more than {@link #MAX_BACKLOG}: {@value #MAX_BACKLOG}
      * @throws VerbsException EINVAL if the ID listens already or is resolving/connected
      */
     public void listen(int backlog) {

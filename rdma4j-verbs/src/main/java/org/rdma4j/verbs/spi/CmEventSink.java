@@ -23,8 +23,9 @@ public interface CmEventSink {
      * @param newId the provider's ID for the request
      * @param event the CONNECT_REQUEST event (private data, the peer's parameters)
      * @return the sink of the new ID, or null when the listener's backlog is full or it is closing: the
-     *         provider then rejects the request (Linux: REJ 28 after ucma's backlog check fails) and
-     *         closes {@code newId}
+     *         provider then drops the request without an answer and closes {@code newId}, as Linux does
+     *         (ucma_connect_event_handler fails with -ENOMEM, and cm_destroy_id does not reject a REQ_RCVD
+     *         ID for -ENOMEM "to allow future retries": the peer's retransmitted REQ may find room)
      */
     CmEventSink connectRequest(CmIdSpi newId, CmEventInfo event);
 }
