@@ -1,4 +1,5 @@
-package org.rdma4j.wire.net;
+// SPDX-License-Identifier: Apache-2.0
+package org.rdma4j.libc;
 
 import java.io.IOException;
 
