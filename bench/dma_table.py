@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Turns a bench/run-jmh JSON result of DmaSendBench into the docs/dma.md table: ns/op (± 99.9 % error)
 of every variant at every size, for the whole send path and for the mapping work alone, with the
 difference to (a) the direct address, measured in the same run.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Turns a bench/run-jmh JSON result into the docs/benchmarks.md table: each benchmark against its
 same-run baseline, as a ratio, with the target and whether it was met.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /**
  * The in-process software RDMA device: an rxe-style engine (requester, responder, completer, receive
  * dispatcher) behind the rdma4j verbs API. Devices on one {@link org.rdma4j.soft.SoftFabric} act as

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /**
  * The rdma4j conformance kit: abstract JUnit 5 suites every rdma4j device subclasses, the
  * {@link org.rdma4j.testkit.Fabric} fixture contract, rdma-core-style players and a leak check;

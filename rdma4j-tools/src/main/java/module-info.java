@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /**
  * rdma4j's command-line tools: {@code devices}, {@code devinfo} and the perftest-compatible
  * {@code ib_write_bw}, dispatched by {@link org.rdma4j.tools.Main}. Devices come from whatever

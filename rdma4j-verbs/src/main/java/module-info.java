@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /**
  * The rdma4j verbs API: devices, protection domains, memory regions, completion queues and channels,
  * queue pairs, shared receive queues and address handles, with the semantics of InfiniBand verbs as

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # rxe-interop.sh — proves the RoCEv2 UDP hazards against a real rdma_rxe (RxeVmInteropTest):
 # IPv4 ID inside the ICRC, and IPv6 UDP checksum 0 from rxe. Needs root and the VM harness.
 # Boots the VM if it is not up (and then stops it again), runs the slow-tagged test inside the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package org.rdma4j.common;
 
 /** 24-bit packet sequence number arithmetic (IBA 9.7.1: PSNs wrap modulo 2^24). */

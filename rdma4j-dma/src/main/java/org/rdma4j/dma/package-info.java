@@ -1,2 +1,3 @@
+// SPDX-License-Identifier: Apache-2.0
 /** The DMA-mapping layer. */
 package org.rdma4j.dma;

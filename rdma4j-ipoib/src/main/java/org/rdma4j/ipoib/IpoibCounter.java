@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package org.rdma4j.ipoib;
 
 /** What an {@link IpoibInterface} counts: traffic, and every packet it drops, by reason. */

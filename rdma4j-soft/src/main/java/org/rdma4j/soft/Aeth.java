@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package org.rdma4j.soft;
 
 /** AETH syndromes (IBA 9.7.5.1, table 47) and the RNR NAK timer table (IBA table 45). */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package org.rdma4j.soft;
 
 /** Device counters, named after rxe's hw counters (rxe_hw_counters.c) plus the drops we count. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package org.rdma4j.testkit;
 
 /** The IBA timer encodings tests need to advance a {@link org.rdma4j.common.ManualClock} correctly. */

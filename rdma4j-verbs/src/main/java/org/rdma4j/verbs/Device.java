@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package org.rdma4j.verbs;
 
 /** An RDMA device (ibv_device): found through {@link Verbs#devices()}, opened into a {@link Context}. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package org.rdma4j.verbs;
 
 /** IB path MTU values (ibv_mtu): enum value n stands for 128 &lt;&lt; n bytes. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package org.rdma4j.verbs;
 
 /** Logical port states (ibv_port_state), with the numbers ibv_devinfo prints. */

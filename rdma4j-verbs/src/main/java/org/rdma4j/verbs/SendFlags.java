@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package org.rdma4j.verbs;
 
 /** Send work-request flags (ibv_send_flags), combined as an int bit mask on the data path. */

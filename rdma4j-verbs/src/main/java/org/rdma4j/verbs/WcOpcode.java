@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package org.rdma4j.verbs;
 
 /** Work-completion opcodes (ibv_wc_opcode). Receive-side opcodes have {@link #isReceive()}. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package org.rdma4j.verbs;
 
 /** Send work-request opcodes (ibv_wr_opcode) with the QP types that accept them. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package org.rdma4j.wire;
 
 /** RoCEv2 constants (IBA Annex A17) and the UDP source port rxe picks per QP. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /**
  * RoCEv2 wire format (IBA Annex A17), byte-compatible with Linux rdma_rxe.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /**
  * UDP and raw IP sockets through FFM for the RoCEv2 link (IBA Annex A17: UDP destination port 4791).
  *
