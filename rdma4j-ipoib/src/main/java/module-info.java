@@ -6,6 +6,7 @@
 module org.rdma4j.ipoib {
     requires transitive org.rdma4j.verbs;
     requires org.rdma4j.common;
+    requires org.rdma4j.libc;
 
     exports org.rdma4j.ipoib;
 
