@@ -20,6 +20,8 @@ import org.rdma4j.verbs.WrOpcode;
  */
 final class Requester {
     private static final int MAX_PKT_PER_ACK = 64; // rxe RXE_MAX_PKT_PER_ACK
+    /** How many AckReq PSNs of the current pass are remembered (more than a default window holds). */
+    private static final int ACK_REQ_HISTORY = 256;
 
     private final SoftQp qp;
     private final Packet tx = new Packet();
@@ -30,6 +32,11 @@ final class Requester {
     int rdAtomicAvail;
     private int noackPkts;
     private boolean running;
+    /** PSNs of the AckReq packets sent in the current pass (since the last go-back-N), a ring. */
+    private final int[] ackReqPsns = new int[ACK_REQ_HISTORY];
+    /** Where the next AckReq PSN goes in the ring, and how many of its slots are in use. */
+    private int ackReqNext;
+    private int ackReqUsed;
 
     Requester(SoftQp qp) {
         this.qp = qp;
@@ -38,7 +45,29 @@ final class Requester {
     void reset() {
         psn = 0;
         noackPkts = 0;
+        newPass();
         resetDepth();
+    }
+
+    /** Go-back-N rewound the send queue: what follows is a new pass. */
+    void newPass() {
+        ackReqNext = 0;
+        ackReqUsed = 0;
+    }
+
+    /**
+     * @param from a PSN
+     * @return how many AckReq packets of the current pass were sent with a PSN after {@code from}
+     *         (each will be answered, by a NAK if the responder is still waiting for an earlier PSN)
+     */
+    int ackReqsAfter(int from) {
+        int n = 0;
+        for (int i = 0; i < ackReqUsed; i++) {
+            if (Psn.compare(ackReqPsns[i], from) > 0) {
+                n++;
+            }
+        }
+        return n;
     }
 
     /** The initiator depth: max_rd_atomic rounded up to a power of two, as rxe_qp_from_attr does. */
@@ -302,6 +331,10 @@ final class Requester {
             p.ackReq = want || ++noackPkts > MAX_PKT_PER_ACK / 2;
             if (p.ackReq) {
                 noackPkts = 0;
+                // Remembered before the transmit, which may deliver a NAK that rewinds the queue.
+                ackReqPsns[ackReqNext] = p.psn;
+                ackReqNext = (ackReqNext + 1) % ACK_REQ_HISTORY;
+                ackReqUsed = Math.min(ackReqUsed + 1, ACK_REQ_HISTORY);
             }
         }
         if (last) {

@@ -142,11 +142,22 @@ final class Responder {
         int diff = Psn.compare(p.psn, psn);
         if (qp.type == QpType.RC) {
             if (diff > 0) {
-                qp.device.count(SoftCounter.OUT_OF_SEQ_REQUEST);
+                // RC class B: NAK with the expected PSN, drop (IBA 9.7.5.1.2). rxe check_psn sends one NAK
+                // per gap (resp.sent_psn_nak, cleared when the expected PSN arrives) and counts
+                // out_of_seq_request then. We answer a later out-of-sequence packet that asks for an
+                // acknowledgement (AckReq) with the same NAK again: if the first NAK was lost, or the
+                // requester's resend lost its first packet too, nothing else would tell the requester
+                // before its retransmit timer. rxe's completer ignores the repeat (same PSN, a retry
+                // already started); ours counts on it (Completer.sequenceNak, docs/roce.md "Loss recovery").
                 if (!sentPsnNak) {
                     sentPsnNak = true;
-                    // RC class B: NAK with the expected PSN, drop (IBA 9.7.5.1.2).
+                    qp.device.count(SoftCounter.OUT_OF_SEQ_REQUEST);
                     sendAck(Aeth.NAK_PSN_SEQ_ERROR, psn);
+                } else if (p.ackReq) {
+                    qp.device.count(SoftCounter.SEQ_NAK_REPEATS);
+                    sendAck(Aeth.NAK_PSN_SEQ_ERROR, psn);
+                } else {
+                    qp.device.count(SoftCounter.DROP_OUT_OF_SEQ);
                 }
                 return;
             }
