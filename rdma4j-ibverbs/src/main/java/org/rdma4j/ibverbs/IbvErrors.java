@@ -22,7 +22,7 @@ final class IbvErrors {
      * @return the verbs constant, EIO for one the verbs API does not name (the message keeps the real one)
      */
     static Errno errno(int errno) {
-        Errno e = Errno.ofValue(errno);
+        Errno e = Errno.of(errno);
         return e != null ? e : Errno.EIO;
     }
 

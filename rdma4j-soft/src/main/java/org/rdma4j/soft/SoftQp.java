@@ -90,7 +90,7 @@ final class SoftQp extends SoftResource implements QueuePair {
     long rnrDeadline;
     boolean watched;
 
-    /** WrOpcode.validFor(type), by ordinal, so posting does not switch per request. */
+    /** WrOpcode.validFor(type), by ordinal, so the requester does not switch per request. */
     private final boolean[] validOps;
     final Requester requester;
     final Completer completer;
@@ -99,6 +99,11 @@ final class SoftQp extends SoftResource implements QueuePair {
     boolean ackListed;
 
     SoftQp(SoftPd pd, QpInitAttributes init) {
+        this(pd, init, false);
+    }
+
+    /** @param gsi take QP number 1, the port's GSI QP ({@link SoftGsi}) */
+    SoftQp(SoftPd pd, QpInitAttributes init, boolean gsi) {
         this.pd = pd;
         this.device = pd.device;
         this.fabric = device.fabric;
@@ -164,7 +169,7 @@ final class SoftQp extends SoftResource implements QueuePair {
         this.responder = new Responder(this);
         fabric.lockEngine();
         try {
-            this.qpn = device.addQp(this);
+            this.qpn = gsi ? device.addGsiQp(this) : device.addQp(this);
         } finally {
             fabric.unlockEngine();
         }
@@ -210,6 +215,11 @@ final class SoftQp extends SoftResource implements QueuePair {
         } finally {
             fabric.unlockEngine();
         }
+    }
+
+    /** @return whether the QP's transport has this operation (rxe next_opcode finds an opcode for it) */
+    boolean hasOpcode(WrOpcode op) {
+        return validOps[op.ordinal()];
     }
 
     SendWqe slot(long idx) {
@@ -289,12 +299,13 @@ final class SoftQp extends SoftResource implements QueuePair {
             minRnrTimer = a.minRnrTimer();
         }
         if (a.has(QpAttrMask.MAX_QP_RD_ATOMIC)) {
-            maxRdAtomic = a.maxRdAtomic();
+            maxRdAtomic = rdAtomicDepth(a.maxRdAtomic());
             requester.resetDepth();
         }
         if (a.has(QpAttrMask.MAX_DEST_RD_ATOMIC)) {
-            maxDestRdAtomic = a.maxDestRdAtomic();
-            responder.resizeResources(maxDestRdAtomic);
+            maxDestRdAtomic = rdAtomicDepth(a.maxDestRdAtomic());
+            // rxe allocates the resources for the rounded value (256 for 129) although the QP keeps 0
+            responder.resizeResources(a.maxDestRdAtomic());
         }
         if (a.has(QpAttrMask.RQ_PSN)) {
             rqPsn = a.rqPsn() & Psn.MASK;
@@ -345,28 +356,38 @@ final class SoftQp extends SoftResource implements QueuePair {
         if (a.has(QpAttrMask.TIMEOUT) && (a.timeout() < 0 || a.timeout() > 31)) {
             throw new VerbsException(Errno.EINVAL, "timeout " + a.timeout() + " (expected 0..31)");
         }
-        if (a.has(QpAttrMask.RETRY_CNT) && (a.retryCnt() < 0 || a.retryCnt() > 7)) {
-            throw new VerbsException(Errno.EINVAL, "retry_cnt " + a.retryCnt() + " (expected 0..7)");
-        }
-        if (a.has(QpAttrMask.RNR_RETRY) && (a.rnrRetry() < 0 || a.rnrRetry() > 7)) {
-            throw new VerbsException(Errno.EINVAL, "rnr_retry " + a.rnrRetry() + " (expected 0..7)");
-        }
-        if (a.has(QpAttrMask.MIN_RNR_TIMER) && (a.minRnrTimer() < 0 || a.minRnrTimer() > 31)) {
-            throw new VerbsException(Errno.EINVAL, "min_rnr_timer " + a.minRnrTimer() + " (expected 0..31)");
-        }
+        // rxe_qp_chk_attr checks neither retry_cnt, rnr_retry, min_rnr_timer nor max_dest_rd_atomic: any value
+        // of their u8 in struct ibv_qp_attr is accepted (seen in the VM: interop/rxe-probes, case modify), and
+        // the engine does with it what rxe does (see modifyLocked and the Completer). Only what a u8 cannot
+        // hold is refused here.
+        checkU8(a, QpAttrMask.RETRY_CNT, a.retryCnt(), "retry_cnt", "7 and above retry forever");
+        checkU8(a, QpAttrMask.RNR_RETRY, a.rnrRetry(), "rnr_retry", "7 and above retry forever");
+        checkU8(a, QpAttrMask.MIN_RNR_TIMER, a.minRnrTimer(), "min_rnr_timer", "the RNR NAK carries its low 5 bits");
+        checkU8(a, QpAttrMask.MAX_DEST_RD_ATOMIC, a.maxDestRdAtomic(), "max_dest_rd_atomic",
+                "129 and above round up to 256, which rxe keeps as 0");
         if (a.has(QpAttrMask.MAX_QP_RD_ATOMIC) && (a.maxRdAtomic() < 0 || a.maxRdAtomic() > SoftDevice.MAX_RD_ATOMIC)) {
+            // rxe_qp_chk_attr: max_rd_atomic > max_qp_rd_atom => -EINVAL
             throw new VerbsException(Errno.EINVAL, "max_rd_atomic " + a.maxRdAtomic() + " (expected 0.."
-                    + SoftDevice.MAX_RD_ATOMIC + ")");
-        }
-        if (a.has(QpAttrMask.MAX_DEST_RD_ATOMIC)
-                && (a.maxDestRdAtomic() < 0 || a.maxDestRdAtomic() > SoftDevice.MAX_RD_ATOMIC)) {
-            throw new VerbsException(Errno.EINVAL, "max_dest_rd_atomic " + a.maxDestRdAtomic() + " (expected 0.."
-                    + SoftDevice.MAX_RD_ATOMIC + ")");
+                    + SoftDevice.MAX_RD_ATOMIC + ", the device's max_qp_rd_atom)");
         }
         if (a.has(QpAttrMask.ACCESS_FLAGS) && (a.accessFlags() & ~0xF) != 0) {
             throw new VerbsException(Errno.EINVAL, "qp_access_flags 0x" + Integer.toHexString(a.accessFlags())
                     + " has unsupported bits");
         }
+    }
+
+    private static void checkU8(QpAttributes a, QpAttrMask bit, int value, String name, String note) {
+        if (a.has(bit) && (value < 0 || value > 255)) {
+            throw new VerbsException(Errno.EINVAL, name + " " + value + " (expected 0..255, a u8 in verbs; " + note + ")");
+        }
+    }
+
+    /**
+     * rxe_qp_from_attr: an rd_atomic depth is rounded up to a power of two and kept in a u8 field, so 129..255
+     * become 256 and then 0 (seen in the VM: a QP given max_dest_rd_atomic 129 reports 0 and refuses READs).
+     */
+    private static int rdAtomicDepth(int v) {
+        return v == 0 ? 0 : Bytes.ceilPow2(v) & 0xFF;
     }
 
     @Override
@@ -461,8 +482,9 @@ final class SoftQp extends SoftResource implements QueuePair {
         }
         compIdx++;
         if (status != WcStatus.SUCCESS || w.signaled) {
-            int byteLen = w.opcode == WrOpcode.RDMA_READ ? (int) w.length
-                    : w.opcode.isAtomic() ? 8 : (int) w.length;
+            // rxe make_send_cqe: byte_len is the WQE's length, for an atomic too (16 for a 16-byte SGE:
+            // seen in the VM)
+            int byteLen = (int) w.length;
             // A full send CQ loses the completion and raises CQ_ERR; the QP carries on (rxe's completer
             // ignores rxe_cq_post's -EBUSY).
             sendCq.post(w.wrId, status, w.opcode.wcOpcode(), byteLen, 0, qpn, 0, 0, false);
@@ -470,13 +492,14 @@ final class SoftQp extends SoftResource implements QueuePair {
     }
 
     /**
-     * A receive completion was lost to a full CQ: the QP goes to ERR (rxe RESPST_ERR_CQ_OVERFLOW, class
-     * G). No completion can tell the user, so QP_FATAL is raised as IBA 11.6.3.1 asks for a local
-     * catastrophic error; rxe itself raises no QP event here.
+     * A receive completion was lost to a full CQ: the QP goes to ERR (rxe do_complete ->
+     * RESPST_ERR_CQ_OVERFLOW -> RESPST_ERROR, class G) and the request is not acknowledged. The user
+     * learns of it from the CQ_ERR event {@link SoftCq#post} raised, one per lost completion (the flushed
+     * receives that do not fit either raise theirs); rxe raises no QP event, and neither do we (seen in the
+     * VM: interop/rxe-probes, case cqovf).
      */
     void overflowed() {
         if (state != QpState.ERR) {
-            pd.ctx.raise(new AsyncEvent(AsyncEventType.QP_FATAL, this, null, null, 0));
             moveToError();
         }
     }
@@ -552,7 +575,6 @@ final class SoftQp extends SoftResource implements QueuePair {
                 return false;
             }
             afterPost();
-            fabric.flushAcks(); // after this post's packets: an answer leaves before the ACKs it follows
             return true;
         } finally {
             fabric.unlockEngine();
@@ -569,30 +591,42 @@ final class SoftQp extends SoftResource implements QueuePair {
             }
             if (n > 0) {
                 afterPost();
+            } else {
+                fabric.flushAcks();
             }
-            fabric.flushAcks();
             return n;
         } finally {
             fabric.unlockEngine();
         }
     }
 
+    /** The protocol work of a post; a failure in it takes this QP to ERR (EngineErrors), the WRs are flushed. */
     private void afterPost() {
-        if (state == QpState.ERR) {
-            flushSendQueue();
-        } else {
-            requester.run();
+        try {
+            if (state == QpState.ERR) {
+                flushSendQueue();
+            } else {
+                requester.run();
+            }
+        } catch (Throwable t) {
+            EngineErrors.qpWorkFailed(this, "post", t);
         }
+        fabric.flushAcks(); // after this post's packets: an answer leaves before the ACKs it follows
     }
 
     /** Validates and copies one request into the send queue (rxe validate_send_wr / init_send_wqe). */
     private boolean enqueue(SendWorkRequest wr) {
-        Errno e = validate(wr);
-        if (e == null && sqHead - compIdx >= cap.maxSendWr()) {
-            e = Errno.ENOMEM;
+        if (!validate(wr)) {
+            return false;
         }
-        if (e != null) {
-            wr.postError(e);
+        if (sqHead - compIdx >= cap.maxSendWr()) {
+            String m = sqFullMessage;
+            if (m == null) {
+                m = sqFullMessage = "send queue of " + describe() + " is full (" + cap.maxSendWr()
+                        + " WRs outstanding, max_send_wr): poll its send CQ, and signal at least every "
+                        + cap.maxSendWr() + "th WR, so that slots are freed";
+            }
+            wr.postError(Errno.ENOMEM, m);
             return false;
         }
         SendWqe w = slot(sqHead);
@@ -625,8 +659,9 @@ final class SoftQp extends SoftResource implements QueuePair {
         w.numSge = n;
         w.length = total;
         if (w.inline && !copyInline(w, wr)) {
-            wr.postError(Errno.EINVAL);
-            return false;
+            return refuse(wr, Errno.EINVAL, "inline data of " + total + " bytes is not readable: each entry must lie"
+                    + " in its segment (ScatterGatherEntry.inline) or in a registered region of this context, and"
+                    + " in memory this thread may access");
         }
         w.state = SendWqe.POSTED;
         w.sent = 0;
@@ -638,46 +673,74 @@ final class SoftQp extends SoftResource implements QueuePair {
         return true;
     }
 
-    private Errno validate(SendWorkRequest wr) {
+    /** Refused-post sentence for a full send queue, made once (a full queue may be hit in a loop). */
+    private String sqFullMessage;
+
+    /** @return whether the request may be posted; if not, its postError and message say why */
+    private boolean validate(SendWorkRequest wr) {
         QpState s = state;
         if (closed || s == QpState.RESET || s == QpState.INIT || s == QpState.RTR) {
-            return Errno.EINVAL; // rxe_post_send: requester not ready before RTS
+            // rxe_post_send: the requester is not ready before RTS => -EINVAL
+            return refuse(wr, Errno.EINVAL, closed ? describe() + " is closed" : describe() + " is in " + s
+                    + ": sends can be posted in RTS (and SQD, SQE, ERR) only; modify it "
+                    + (s == QpState.RESET ? "RESET -> INIT -> RTR -> RTS" : s == QpState.INIT ? "INIT -> RTR -> RTS"
+                    : "RTR -> RTS") + " first");
         }
         WrOpcode op = wr.opcode();
-        if (op == null || !validOps[op.ordinal()]) {
-            return Errno.EINVAL;
+        if (op == null) {
+            return refuse(wr, Errno.EINVAL, "the request has no opcode (SendWorkRequest.opcode)");
         }
+        // An opcode the QP type does not have (READ or an atomic on UC, RDMA on UD) is accepted here, as
+        // rdma-core's rxe provider accepts it; the requester then fails it (Requester.start).
         int n = wr.numSge();
         if (n > cap.maxSendSge()) {
-            return Errno.EINVAL;
+            return refuse(wr, Errno.EINVAL, "num_sge " + n + " exceeds max_send_sge " + cap.maxSendSge() + " of "
+                    + describe() + " (ask for more in QpCapabilities when creating the QP)");
         }
         long total = 0;
         for (int i = 0; i < n; i++) {
             int l = wr.sge(i).length();
             if (l < 0) {
-                return Errno.EINVAL;
+                return refuse(wr, Errno.EINVAL, "sge[" + i + "] has length " + l + " (lengths are unsigned 32-bit"
+                        + " in verbs; rdma4j takes 0.." + Integer.MAX_VALUE + ")");
             }
             total += l;
         }
         if (total > SoftDevice.MAX_MSG_SZ) {
-            return Errno.EINVAL; // rxe validate_send_wr: "message length too long"
+            return refuse(wr, Errno.EINVAL, "a message of " + total + " bytes exceeds max_msg_sz "
+                    + SoftDevice.MAX_MSG_SZ);
         }
-        if (op.isAtomic() && (total != 8 || (wr.remoteAddr() & 7) != 0)) {
-            return Errno.EINVAL; // rxe validate_send_wr: atomic length != 8 / misaligned atomic address
+        if (op.isAtomic() && (total < 8 || (wr.remoteAddr() & 7) != 0)) {
+            // rdma-core rxe validate_send_wr: fewer than 8 bytes, or a misaligned remote address; longer SGEs
+            // are accepted and the original value lands in their first 8 bytes (seen in the VM)
+            return refuse(wr, Errno.EINVAL, total < 8 ? op + " needs at least 8 bytes of local SGEs for the"
+                    + " original value, has " + total : op + " remote_addr 0x" + Long.toHexString(wr.remoteAddr())
+                    + " is not 8-byte aligned");
         }
         int f = wr.sendFlags();
         if ((f & SendFlags.INLINE) != 0) {
             if (!(op == WrOpcode.SEND || op == WrOpcode.SEND_WITH_IMM || op == WrOpcode.RDMA_WRITE
-                    || op == WrOpcode.RDMA_WRITE_WITH_IMM) || total > cap.maxInlineData()) {
-                return Errno.EINVAL;
+                    || op == WrOpcode.RDMA_WRITE_WITH_IMM)) {
+                return refuse(wr, Errno.EINVAL, "INLINE is for SEND and RDMA WRITE, not " + op);
+            }
+            if (total > cap.maxInlineData()) {
+                return refuse(wr, Errno.EINVAL, "inline data of " + total + " bytes exceeds max_inline_data "
+                        + cap.maxInlineData() + " of " + describe());
             }
         }
         if (type == QpType.UD) {
             if (!(wr.ah() instanceof SoftAh ah) || ah.closed || ah.pd != pd) {
-                return Errno.EINVAL; // the AH must belong to the QP's PD
+                // the AH must belong to the QP's PD
+                return refuse(wr, Errno.EINVAL, wr.ah() == null ? "a UD send needs an address handle (ah)"
+                        : "the address handle is closed, of another device or of another PD than " + describe());
             }
         }
-        return null;
+        return true;
+    }
+
+    private static boolean refuse(SendWorkRequest wr, Errno e, String message) {
+        wr.postError(e, message);
+        return false;
     }
 
     /** Copies inline data into the WQE; the L_Key is not checked (ibv_post_send.3). */
@@ -711,8 +774,8 @@ final class SoftQp extends SoftResource implements QueuePair {
                 }
                 pos += l;
             }
-        } catch (IllegalStateException | IndexOutOfBoundsException ex) {
-            return false;
+        } catch (IllegalStateException | IndexOutOfBoundsException | WrongThreadException ex) {
+            return false; // a closed arena, a range outside the segment, a confined segment of another thread
         }
         w.sgl.set(w.inlineBuf, 0, pos);
         return true;
@@ -721,12 +784,13 @@ final class SoftQp extends SoftResource implements QueuePair {
     @Override
     public boolean postRecv(RecvWorkRequest wr) {
         if (srq != null || closed || state == QpState.RESET) {
-            wr.postError(Errno.EINVAL); // rxe_post_recv: SRQ attached, or QP in RESET
+            // rxe_post_recv: SRQ attached, or QP in RESET => -EINVAL
+            wr.postError(Errno.EINVAL, closed ? describe() + " is closed" : srq != null ? describe()
+                    + " takes its receives from an SRQ: post them with SharedReceiveQueue.postRecv"
+                    : describe() + " is in RESET: receives can be posted from INIT on; modify it to INIT first");
             return false;
         }
-        Errno e = rq.post(wr);
-        wr.postError(e);
-        if (e != null) {
+        if (!rq.post(wr, this)) {
             return false;
         }
         if (state == QpState.ERR) {
