@@ -42,6 +42,9 @@ final class IbvAsyncEvents implements Runnable {
             AsyncEventType.SRQ_LIMIT_REACHED, AsyncEventType.QP_LAST_WQE_REACHED, AsyncEventType.CLIENT_REREGISTER,
             AsyncEventType.GID_CHANGE};
 
+    /** Handed to threads waiting in {@link #take} when the context closes. */
+    static final AsyncEvent CLOSED = new AsyncEvent(AsyncEventType.DEVICE_FATAL, null, null, null, 0);
+
     private final IbvContext ctx;
     private final LinkedBlockingQueue<AsyncEvent> queue = new LinkedBlockingQueue<>();
     /** Events handed out or queued but not acknowledged, with the native struct to acknowledge them. */
@@ -176,8 +179,12 @@ final class IbvAsyncEvents implements Runnable {
      */
     AsyncEvent take(Duration timeout) {
         try {
-            return timeout.isZero() || timeout.isNegative() ? queue.poll()
+            AsyncEvent ev = timeout.isZero() || timeout.isNegative() ? queue.poll()
                     : queue.poll(timeout.toNanos(), TimeUnit.NANOSECONDS);
+            if (ev == CLOSED) {
+                queue.add(CLOSED); // for the next waiter
+            }
+            return ev;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return null;
@@ -219,6 +226,11 @@ final class IbvAsyncEvents implements Runnable {
                 ack(n.element, n.type);
             }
         }
+    }
+
+    /** Ends every wait in {@link #take}: the context is closing. */
+    void wakeTakers() {
+        queue.add(CLOSED);
     }
 
     /** Stops the agent and acknowledges what is left (before ibv_close_device). */

@@ -172,8 +172,36 @@ final class IbvAttrs {
     /** The ibv_qp_attr_mask bits the verbs API knows (IBV_QP_STATE .. IBV_QP_DEST_QPN). */
     static final int ALL_QP_ATTR_MASK = (1 << 21) - 1;
 
+    /**
+     * Refuses a value the C member cannot hold (struct ibv_qp_attr's u8 and u16 fields would silently wrap:
+     * retry_cnt 256 would reach the kernel as 0).
+     */
+    private static void fits(boolean set, String name, int v, int max) {
+        if (set && (v < 0 || v > max)) {
+            throw new org.rdma4j.verbs.VerbsException(org.rdma4j.verbs.Errno.EINVAL, "ibv_modify_qp: " + name + " "
+                    + v + " does not fit struct ibv_qp_attr (0.." + max + ")");
+        }
+    }
+
     /** Writes every attribute of {@code a} into an ibv_qp_attr; the mask says which ones the kernel reads. */
     static void qpAttr(MemorySegment s, QpAttributes a) {
+        fits(a.has(org.rdma4j.verbs.QpAttrMask.PKEY_INDEX), "pkey_index", a.pkeyIndex(), 0xFFFF);
+        fits(a.has(org.rdma4j.verbs.QpAttrMask.MAX_QP_RD_ATOMIC), "max_rd_atomic", a.maxRdAtomic(), 0xFF);
+        fits(a.has(org.rdma4j.verbs.QpAttrMask.MAX_DEST_RD_ATOMIC), "max_dest_rd_atomic", a.maxDestRdAtomic(), 0xFF);
+        fits(a.has(org.rdma4j.verbs.QpAttrMask.MIN_RNR_TIMER), "min_rnr_timer", a.minRnrTimer(), 0xFF);
+        fits(a.has(org.rdma4j.verbs.QpAttrMask.PORT), "port_num", a.port(), 0xFF);
+        fits(a.has(org.rdma4j.verbs.QpAttrMask.TIMEOUT), "timeout", a.timeout(), 0xFF);
+        fits(a.has(org.rdma4j.verbs.QpAttrMask.RETRY_CNT), "retry_cnt", a.retryCnt(), 0xFF);
+        fits(a.has(org.rdma4j.verbs.QpAttrMask.RNR_RETRY), "rnr_retry", a.rnrRetry(), 0xFF);
+        if (a.has(org.rdma4j.verbs.QpAttrMask.AV)) {
+            AhAttributes av = a.av();
+            fits(true, "ah_attr.grh.sgid_index", av.sgidIndex(), 0xFF);
+            fits(true, "ah_attr.grh.hop_limit", av.hopLimit(), 0xFF);
+            fits(true, "ah_attr.grh.traffic_class", av.trafficClass(), 0xFF);
+            fits(true, "ah_attr.dlid", av.dlid(), 0xFFFF);
+            fits(true, "ah_attr.sl", av.sl(), 0xFF);
+            fits(true, "ah_attr.port_num", av.portNum(), 0xFF);
+        }
         s.fill((byte) 0);
         s.set(I, qa("qp_state"), a.state().ordinal());
         s.set(I, qa("cur_qp_state"), a.curState().ordinal());

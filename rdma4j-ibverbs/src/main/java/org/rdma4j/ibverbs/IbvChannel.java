@@ -28,12 +28,19 @@ final class IbvChannel extends IbvObject implements CompletionChannel {
     private final Arena arena = Arena.ofShared();
     private final MemorySegment st = Ibv.newCallState(arena);
     private final MemorySegment cqOut = arena.allocate(ValueLayout.ADDRESS);
+    /** Made readable by close, to end the polls of threads waiting in getCqEvent. */
+    private final int wakeFd;
     private final MemorySegment ctxOut = arena.allocate(ValueLayout.ADDRESS);
 
     private IbvChannel(IbvContext ctx, MemorySegment ptr) {
         super(ptr);
         this.ctx = ctx;
         this.fd = ptr.get(ValueLayout.JAVA_INT, FD);
+        MemorySegment lst = Libc.newCallState(arena);
+        this.wakeFd = Libc.eventfd(lst, 0, Libc.EFD_NONBLOCK | Libc.EFD_CLOEXEC);
+        if (wakeFd < 0) {
+            throw IbvErrors.failed("eventfd", Libc.errno(lst), "completion channel of " + ctx.device.name());
+        }
     }
 
     static IbvChannel create(IbvContext ctx) {
@@ -92,10 +99,19 @@ final class IbvChannel extends IbvObject implements CompletionChannel {
                 }
                 try (Arena a = Arena.ofConfined()) { // a blocking wait: one allocation is nothing next to it
                     MemorySegment pst = Libc.newCallState(a);
-                    int r = Libc.pollIn(pst, a.allocate(Libc.POLLFD_SIZE, 8), fd, (int) Math.min(left, Integer.MAX_VALUE));
+                    MemorySegment fds = a.allocate(2 * Libc.POLLFD_SIZE, 8);
+                    fds.set(ValueLayout.JAVA_INT, 0, fd);
+                    fds.set(ValueLayout.JAVA_SHORT, 4, Libc.POLLIN);
+                    fds.set(ValueLayout.JAVA_INT, Libc.POLLFD_SIZE, wakeFd);
+                    fds.set(ValueLayout.JAVA_SHORT, Libc.POLLFD_SIZE + 4, Libc.POLLIN);
+                    int r = Libc.poll(pst, fds, 2, (int) Math.min(left, Integer.MAX_VALUE));
                     if (r < 0 && Libc.errno(pst) != Errors.EINTR) {
                         throw IbvErrors.failed("poll(completion channel)", Libc.errno(pst), describe());
                     }
+                }
+                if (isClosed()) {
+                    throw new VerbsException(org.rdma4j.verbs.Errno.EINVAL, "ibv_get_cq_event: " + describe()
+                            + " was closed while waiting");
                 }
             }
         } finally {
@@ -165,6 +181,15 @@ final class IbvChannel extends IbvObject implements CompletionChannel {
     }
 
     @Override
+    void wakeWaiters() {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment one = a.allocate(ValueLayout.JAVA_LONG);
+            one.set(ValueLayout.JAVA_LONG, 0, 1L);
+            Libc.write(Libc.newCallState(a), wakeFd, one, 8);
+        }
+    }
+
+    @Override
     public void close() {
         if (!beginDestroy("ibv_destroy_comp_channel")) {
             return;
@@ -185,6 +210,9 @@ final class IbvChannel extends IbvObject implements CompletionChannel {
             throw e;
         } catch (Throwable t) {
             throw Ibv.rethrow(t);
+        }
+        try (Arena a = Arena.ofConfined()) {
+            Libc.close(Libc.newCallState(a), wakeFd);
         }
         arena.close();
     }

@@ -364,7 +364,14 @@ final class IbvContext extends IbvObject implements Context {
     public AsyncEvent getAsyncEvent(Duration timeout) {
         enter("ibv_get_async_event");
         try {
-            return events.take(timeout);
+            AsyncEvent ev = events.take(timeout);
+            if (ev == IbvAsyncEvents.CLOSED) {
+                if (!isClosed()) {
+                    return null; // a close that failed (EBUSY) left it
+                }
+                throw new VerbsException(Errno.EINVAL, "ibv_get_async_event: " + describe() + " was closed while waiting");
+            }
+            return ev;
         } finally {
             exit();
         }
@@ -373,6 +380,11 @@ final class IbvContext extends IbvObject implements Context {
     @Override
     public void ackAsyncEvent(AsyncEvent event) {
         events.ack(event);
+    }
+
+    @Override
+    void wakeWaiters() {
+        events.wakeTakers();
     }
 
     @Override

@@ -102,7 +102,7 @@ final class IbvCq extends IbvObject implements CompletionQueue {
             return 0;
         }
         if (!uses.tryEnter()) {
-            throw new VerbsException(Errno.EINVAL, "ibv_poll_cq: " + describe() + " is destroyed");
+            throw new VerbsException(Errno.EINVAL, "ibv_poll_cq: " + describe() + " is closed (destroyed)");
         }
         try {
             int total = 0;
@@ -135,7 +135,7 @@ final class IbvCq extends IbvObject implements CompletionQueue {
     @Override
     public boolean poll(WorkCompletion wc) {
         if (!uses.tryEnter()) {
-            throw new VerbsException(Errno.EINVAL, "ibv_poll_cq: " + describe() + " is destroyed");
+            throw new VerbsException(Errno.EINVAL, "ibv_poll_cq: " + describe() + " is closed (destroyed)");
         }
         try {
             synchronized (pollLock) {

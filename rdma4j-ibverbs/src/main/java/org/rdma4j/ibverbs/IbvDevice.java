@@ -92,6 +92,11 @@ public final class IbvDevice implements Device {
         return "ibverbs";
     }
 
+    @Override
+    public org.rdma4j.verbs.TransportType transportType() {
+        return isIwarp() ? org.rdma4j.verbs.TransportType.IWARP : org.rdma4j.verbs.TransportType.IB;
+    }
+
     /** @return the uverbs character device name, e.g. {@code uverbs0} (/dev/infiniband/uverbs0) */
     public String uverbsName() {
         return uverbs;

@@ -100,12 +100,20 @@ abstract class IbvObject {
         if (!uses.beginClose()) {
             return false;
         }
+        wakeWaiters();
         if (!uses.awaitIdle(CLOSE_WAIT_NS)) {
             uses.reopen();
             throw new VerbsException(Errno.EBUSY, verb + " " + describe() + ": a call on it has not returned for "
                     + CLOSE_WAIT_NS / 1_000_000_000L + " s");
         }
         return true;
+    }
+
+    /**
+     * Called once new calls are refused, before waiting for the calls in progress: an object whose callers
+     * may wait in it (a channel's getCqEvent, a context's getAsyncEvent) makes them return here.
+     */
+    void wakeWaiters() {
     }
 
     /**

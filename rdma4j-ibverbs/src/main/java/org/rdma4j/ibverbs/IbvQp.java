@@ -279,7 +279,7 @@ final class IbvQp extends IbvObject implements QueuePair {
     private int postSendLocked(SendWorkRequest[] wrs, int count) {
         if (!uses.tryEnter()) {
             if (count > 0) {
-                wrs[0].postError(Errno.EINVAL);
+                wrs[0].postError(Errno.EINVAL, "ibv_post_send: " + describe() + " is destroyed");
             }
             return 0;
         }
@@ -306,9 +306,9 @@ final class IbvQp extends IbvObject implements QueuePair {
             for (int i = 0; i < n; i++) {
                 SendWorkRequest wr = wrs[from + i];
                 wr.postError(null);
-                Errno bad = prepareSend(wr, i);
+                String bad = prepareSend(wr, i);
                 if (bad != null) {
-                    wr.postError(bad);
+                    wr.postError(Errno.EINVAL, "ibv_post_send: " + bad + " (" + describe() + ")");
                     break;
                 }
                 built = i + 1;
@@ -329,7 +329,8 @@ final class IbvQp extends IbvObject implements QueuePair {
                 return built;
             }
             int idx = badIndex(sendBad, sendWrs, WrCodec.SEND_WR_SIZE, built);
-            wrs[from + idx].postError(IbvErrors.errno(Math.abs(rc)));
+            wrs[from + idx].postError(IbvErrors.errno(Math.abs(rc)), "ibv_post_send: the provider refused it: "
+                    + org.rdma4j.libc.Errors.describe(Math.abs(rc)) + " (" + describe() + ")" + stateHint(true));
             return idx;
         } finally {
             for (int i = 0; i < n; i++) {
@@ -341,11 +342,11 @@ final class IbvQp extends IbvObject implements QueuePair {
         }
     }
 
-    /** Validates and writes slot {@code i}. @return null, or why the request is refused */
-    private Errno prepareSend(SendWorkRequest wr, int i) {
+    /** Validates and writes slot {@code i}. @return null, or why the request is refused (EINVAL) */
+    private String prepareSend(SendWorkRequest wr, int i) {
         int nsge = wr.numSge();
         if (nsge > sendSgeMax) {
-            return Errno.EINVAL;
+            return "num_sge " + nsge + " is more than the QP's max_send_sge " + sendSgeMax;
         }
         long sgeOff = (long) i * sendSgeMax * WrCodec.SGE_SIZE;
         long[] inline = null;
@@ -359,12 +360,16 @@ final class IbvQp extends IbvObject implements QueuePair {
                 MemorySegment src = e.segment();
                 inline[j] = 0;
                 if (src != null) {
-                    if (!src.scope().isAlive() || len > src.byteSize()) {
-                        return Errno.EINVAL;
+                    if (!src.scope().isAlive()) {
+                        return "inline entry " + j + ": its segment's arena is closed";
+                    }
+                    if (len > src.byteSize()) {
+                        return "inline entry " + j + ": length " + len + " exceeds its " + src.byteSize()
+                                + "-byte segment";
                     }
                     if (!src.isNative()) {
                         if (used + len > stagingPerWr) {
-                            return Errno.EINVAL; // more than max_inline_data: the provider refuses it too
+                            return "inline data of more than max_inline_data " + cap.maxInlineData() + " bytes";
                         }
                         MemorySegment.copy(src, 0, staging, stage + used, len);
                         inline[j] = staging.address() + stage + used;
@@ -373,14 +378,17 @@ final class IbvQp extends IbvObject implements QueuePair {
                         inline[j] = src.address();
                     }
                 } else if (len > 0 && !pd.registered(e.addr(), len)) {
-                    return Errno.EINVAL;
+                    return "inline entry " + j + " at 0x" + Long.toHexString(e.addr()) + " (+" + len + ") is not"
+                            + " inside a live region of the QP's PD: the provider would copy from that address as"
+                            + " it is; give the bytes as a segment (ScatterGatherEntry.inline) or register them";
                 }
             }
         }
         long ah = 0;
         if (type == QpType.UD) {
             if (!(wr.ah() instanceof IbvAh a) || a.pd != pd || !a.uses.tryEnter()) {
-                return Errno.EINVAL;
+                return wr.ah() == null ? "a UD request needs an address handle"
+                        : "the address handle is destroyed or of another PD";
             }
             ahs[i] = a;
             ah = a.ptr.address();
@@ -390,6 +398,27 @@ final class IbvQp extends IbvObject implements QueuePair {
         WrCodec.writeSend(wr, sendWrs, i * WrCodec.SEND_WR_SIZE, next, sendSges.address() + sgeOff, sendSges,
                 sgeOff, ah, inline);
         return null;
+    }
+
+    /**
+     * After a refused post: what the QP's state allows (rxe_post_send refuses sends before RTS,
+     * rxe_post_recv receives in RESET), queried only on this failure path.
+     */
+    private String stateHint(boolean send) {
+        QpState st;
+        try {
+            st = state();
+        } catch (VerbsException e) {
+            return "";
+        }
+        if (send && (st == QpState.RESET || st == QpState.INIT || st == QpState.RTR)) {
+            return ": the QP is in " + st + "; sends are taken in RTS and SQD (modify it through "
+                    + (st == QpState.RESET ? "INIT, RTR and RTS" : st == QpState.INIT ? "RTR and RTS" : "RTS") + ")";
+        }
+        if (!send && st == QpState.RESET) {
+            return ": the QP is in RESET; receives are taken from INIT on (modify it to INIT first)";
+        }
+        return "";
     }
 
     static int badIndex(MemorySegment badOut, MemorySegment wrs, long wrSize, int built) {
@@ -426,12 +455,19 @@ final class IbvQp extends IbvObject implements QueuePair {
     private int postRecvLocked(RecvWorkRequest[] wrs, int count) {
         if (!uses.tryEnter()) {
             if (count > 0) {
-                wrs[0].postError(Errno.EINVAL);
+                wrs[0].postError(Errno.EINVAL, "ibv_post_recv: " + describe() + " is destroyed");
             }
             return 0;
         }
         try {
-            return postRecvChain(postRecvFn, ptr, wrs, count, recvWrs, recvSges, recvSgeMax, recvBad);
+            int n = postRecvChain(postRecvFn, ptr, wrs, count, recvWrs, recvSges, recvSgeMax, recvBad);
+            if (n < count && wrs[n].postError() == Errno.EINVAL) {
+                String hint = stateHint(false);
+                if (!hint.isEmpty()) {
+                    wrs[n].postError(Errno.EINVAL, wrs[n].postErrorMessage() + hint);
+                }
+            }
+            return n;
         } finally {
             uses.exit();
         }
@@ -451,7 +487,8 @@ final class IbvQp extends IbvObject implements QueuePair {
                 RecvWorkRequest wr = wrs[done + i];
                 wr.postError(null);
                 if (wr.numSge() > sgeMax) {
-                    wr.postError(Errno.EINVAL);
+                    wr.postError(Errno.EINVAL, "ibv_post_recv: num_sge " + wr.numSge() + " is more than max_recv_sge "
+                            + sgeMax);
                     break;
                 }
                 long sgeOff = (long) i * sgeMax * WrCodec.SGE_SIZE;
@@ -472,7 +509,8 @@ final class IbvQp extends IbvObject implements QueuePair {
             }
             if (rc != 0) {
                 int idx = badIndex(bad, slots, WrCodec.RECV_WR_SIZE, built);
-                wrs[done + idx].postError(IbvErrors.errno(Math.abs(rc)));
+                wrs[done + idx].postError(IbvErrors.errno(Math.abs(rc)), "ibv_post_recv: the provider refused it: "
+                        + org.rdma4j.libc.Errors.describe(Math.abs(rc)) + (Math.abs(rc) == 12 ? " (the queue is full)" : ""));
                 return done + idx;
             }
             done += built;

@@ -55,9 +55,16 @@ final class IbvSrq extends IbvObject implements SharedReceiveQueue {
                 throw IbvErrors.failed("ibv_create_srq", Ibv.errno(st), "max_wr " + maxWr + ", max_sge " + maxSge
                         + " on " + pd.ctx.device.name());
             }
-            // ibv_create_srq.3: the attr is updated with the actual values
-            IbvSrq srq = new IbvSrq(pd, p.reinterpret(IbvLayouts.SRQ.byteSize()),
-                    init.get(ValueLayout.JAVA_INT, INIT_ATTR + MAX_WR), init.get(ValueLayout.JAVA_INT, INIT_ATTR + MAX_SGE));
+            // ibv_create_srq.3: the attr is updated with the actual values; rxe (6.1) answers with what was asked
+            // and rounds the queue up to 2^n - 1, which ibv_query_srq reports (rxe_query_srq: index_mask) and
+            // srq_limit is checked against (rxe_srq_chk_attr): take the larger, what the SRQ holds
+            int maxWrGranted = init.get(ValueLayout.JAVA_INT, INIT_ATTR + MAX_WR);
+            MemorySegment q = a.allocate(IbvLayouts.SRQ_ATTR);
+            if ((int) Ibv.QUERY_SRQ.invokeExact(st, p, q) == 0) {
+                maxWrGranted = Math.max(maxWrGranted, q.get(ValueLayout.JAVA_INT, MAX_WR));
+            }
+            IbvSrq srq = new IbvSrq(pd, p.reinterpret(IbvLayouts.SRQ.byteSize()), maxWrGranted,
+                    init.get(ValueLayout.JAVA_INT, INIT_ATTR + MAX_SGE));
             pd.ctx.srqs.put(p.address(), srq);
             return srq;
         } catch (VerbsException e) {
@@ -152,7 +159,7 @@ final class IbvSrq extends IbvObject implements SharedReceiveQueue {
     private int post(RecvWorkRequest[] wrs, int count) {
         if (!uses.tryEnter()) {
             if (count > 0) {
-                wrs[0].postError(Errno.EINVAL);
+                wrs[0].postError(Errno.EINVAL, "ibv_post_srq_recv: " + describe() + " is destroyed");
             }
             return 0;
         }

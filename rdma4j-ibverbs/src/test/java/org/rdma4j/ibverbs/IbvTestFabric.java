@@ -8,6 +8,7 @@ import org.junit.jupiter.api.Assumptions;
 import org.rdma4j.common.ManualClock;
 import org.rdma4j.testkit.Fabric;
 import org.rdma4j.verbs.Device;
+import org.rdma4j.verbs.Gid;
 
 /**
  * The conformance fabric of a libibverbs device: both "hosts" are the same kernel device (rxe loops a
@@ -71,6 +72,33 @@ final class IbvTestFabric implements Fabric {
     @Override
     public int deviceCount() {
         return 2;
+    }
+
+    /** Joins the group on the device's network interface, as rdma_cm's join does for RoCEv2 (IGMP). */
+    @Override
+    public AutoCloseable joinIpMulticast(Gid group) {
+        if (device.isIwarp()) {
+            return () -> { };
+        }
+        try (org.rdma4j.verbs.Context ctx = device.open()) {
+            java.net.NetworkInterface nif = null;
+            int n = ctx.queryPort(1).gidTblLen();
+            for (int i = 0; i < n && nif == null; i++) {
+                Gid g = ctx.queryGid(1, i);
+                if (!g.equals(Gid.ZERO) && g.isIpv4Mapped() == group.isIpv4Mapped()) {
+                    nif = java.net.NetworkInterface.getByInetAddress(g.toInetAddress());
+                }
+            }
+            if (nif == null) {
+                throw new IllegalStateException("no network interface of " + device.name() + " for " + group);
+            }
+            java.nio.channels.DatagramChannel dc = java.nio.channels.DatagramChannel.open(group.isIpv4Mapped()
+                    ? java.net.StandardProtocolFamily.INET : java.net.StandardProtocolFamily.INET6);
+            dc.join(group.toInetAddress(), nif);
+            return dc;
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException("IP join of " + group + " on " + device.name(), e);
+        }
     }
 
     @Override

@@ -34,7 +34,9 @@ public abstract class AbstractMulticastTest extends ConformanceTestBase {
      * @return a multicast GID distinct for each n: ::ffff:239.77.0.n
      */
     protected Gid group(int n) {
-        return new Gid(0, 0x0000_FFFF_EF4D_0000L | (n & 0xFFFF));
+        Gid g = new Gid(0, 0x0000_FFFF_EF4D_0000L | (n & 0xFFFF));
+        track(fabric.joinIpMulticast(g)); // what rdma_cm's join adds on RoCEv2; nothing on the soft device
+        return g;
     }
 
     /**

@@ -44,6 +44,20 @@ public interface Fabric extends AutoCloseable {
         return false;
     }
 
+    /**
+     * Makes the fabric's hosts members of a multicast group at the IP level, which on RoCEv2 is rdma_cm's
+     * half of a join ({@code rdma_join_multicast}: cma_iboe_join_multicast sends the IGMP/MLD join, while
+     * {@code ibv_attach_mcast} only attaches a QP and filters the MAC). A kernel device then receives the
+     * group's packets, its own ones looped back by the IP stack included; without it rxe never sees them.
+     * The default does nothing: a soft device delivers to attached QPs by itself.
+     *
+     * @param group a multicast GID
+     * @return what ends the membership (closed after the test)
+     */
+    default AutoCloseable joinIpMulticast(org.rdma4j.verbs.Gid group) {
+        return () -> { };
+    }
+
     /** @return the clock that drives all protocol timers of the fabric's devices */
     ManualClock clock();
 
