@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 package org.rdma4j.soft;
 
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
 import org.rdma4j.common.Psn;
-import org.rdma4j.dma.DmaSpace;
 import org.rdma4j.verbs.QpState;
 import org.rdma4j.verbs.WcStatus;
 import org.rdma4j.verbs.WrOpcode;
@@ -26,8 +27,13 @@ final class Completer {
      */
     boolean startedRetry;
 
+    /** An atomic's original value on its way to the requester's SGEs. */
+    private final MemorySegment orig = Arena.ofAuto().allocate(8, 8);
+    private final Sgl origSgl = new Sgl(1);
+
     Completer(SoftQp qp) {
         this.qp = qp;
+        origSgl.set(orig, 0, 8);
     }
 
     void reset() {
@@ -160,11 +166,10 @@ final class Completer {
                     return;
                 }
                 try {
-                    // The original value, in host order, into the local 8-byte buffer (rxe do_atomic).
-                    if (!w.sgl.access(0, 8, DmaSpace.WRITE)) {
-                        throw Sgl.FAULT;
-                    }
-                    w.sgl.seg[0].set(ValueLayout.JAVA_LONG_UNALIGNED, w.sgl.off[0], p.origValue);
+                    // The original value, in host order, into the first 8 bytes of the local SGEs, which may
+                    // be longer or split (rxe do_atomic: copy_data of 8 bytes).
+                    orig.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, p.origValue);
+                    Sgl.transfer(origSgl, 0, w.sgl, 0, 8);
                 } catch (IllegalStateException | IndexOutOfBoundsException e) {
                     error(w, WcStatus.LOC_PROT_ERR);
                     return;

@@ -219,7 +219,9 @@ public final class SendWorkRequest {
     }
 
     /**
-     * @param remoteQkey UD destination Q_Key; with the high bit set the QP's own Q_Key is sent (IBA C10-15)
+     * @param remoteQkey UD destination Q_Key. Linux rxe (and the soft device) send it as given, also with bit
+     *                   31 set; HCAs that implement IBA C10-15 (controlled Q_Keys) send the QP's own Q_Key
+     *                   instead when bit 31 is set, so portable code gives the receiver's Q_Key here
      * @return this
      */
     public SendWorkRequest remoteQkey(int remoteQkey) {
