@@ -30,7 +30,11 @@ final class SoftChannel extends SoftResource implements CompletionChannel {
     public CompletionQueue getCqEvent(Duration timeout) {
         checkNotClosed();
         try {
-            SoftCq cq = timeout.isZero() ? events.poll() : events.poll(timeout.toNanos(), TimeUnit.NANOSECONDS);
+            SoftCq cq = events.poll();
+            if (cq == null && !timeout.isZero()) {
+                ctx.device.waiterBlocking();
+                cq = events.poll(timeout.toNanos(), TimeUnit.NANOSECONDS);
+            }
             if (cq != null) {
                 cq.unackedEvents.incrementAndGet();
             }
