@@ -20,6 +20,8 @@ import org.rdma4j.verbs.WrOpcode;
  */
 final class Requester {
     private static final int MAX_PKT_PER_ACK = 64; // rxe RXE_MAX_PKT_PER_ACK
+    /** How many AckReq PSNs of the current pass are remembered (more than a default window holds). */
+    private static final int ACK_REQ_HISTORY = 256;
 
     private final SoftQp qp;
     private final Packet tx = new Packet();
@@ -30,6 +32,11 @@ final class Requester {
     int rdAtomicAvail;
     private int noackPkts;
     private boolean running;
+    /** PSNs of the AckReq packets sent in the current pass (since the last go-back-N), a ring. */
+    private final int[] ackReqPsns = new int[ACK_REQ_HISTORY];
+    /** Where the next AckReq PSN goes in the ring, and how many of its slots are in use. */
+    private int ackReqNext;
+    private int ackReqUsed;
 
     Requester(SoftQp qp) {
         this.qp = qp;
@@ -38,7 +45,29 @@ final class Requester {
     void reset() {
         psn = 0;
         noackPkts = 0;
+        newPass();
         resetDepth();
+    }
+
+    /** Go-back-N rewound the send queue: what follows is a new pass. */
+    void newPass() {
+        ackReqNext = 0;
+        ackReqUsed = 0;
+    }
+
+    /**
+     * @param from a PSN
+     * @return how many AckReq packets of the current pass were sent with a PSN after {@code from}
+     *         (each will be answered, by a NAK if the responder is still waiting for an earlier PSN)
+     */
+    int ackReqsAfter(int from) {
+        int n = 0;
+        for (int i = 0; i < ackReqUsed; i++) {
+            if (Psn.compare(ackReqPsns[i], from) > 0) {
+                n++;
+            }
+        }
+        return n;
     }
 
     /** The initiator depth: max_rd_atomic rounded up to a power of two, as rxe_qp_from_attr does. */
@@ -121,6 +150,11 @@ final class Requester {
         }
         if (!w.inline && qp.device.dma.checker() != null && !w.opcode.isReadOrAtomic()) {
             // DMA checker: checksum the payload now, compare when it is transmitted.
+            if (!w.sgl.reachable(0, w.length)) {
+                w.sgl.unreachable(w.opcode + " wr_id " + w.wrId + " on " + qp.describe() + " reads memory that is gone");
+                fail(w, WcStatus.LOC_PROT_ERR);
+                return false;
+            }
             w.postCrc = w.sgl.checksum(0, w.length);
             w.postedAt = new Throwable("posted");
         }
@@ -273,9 +307,14 @@ final class Requester {
                 p.payload = w.sgl;
                 p.payloadOff = w.sent;
                 p.payloadLen = chunk;
-                if (w.sgl.port != null && !sourceReadable(w, chunk, last)) {
-                    // The device reads the payload as it transmits (rxe finish_packet): a fault now,
-                    // e.g. an IOMMU mapping removed since post, fails the WQE with LOC_PROT_ERR.
+                if (w.sgl.port != null && !sourceReadable(w, chunk, last) || !w.sgl.reachable(w.sent, chunk)) {
+                    // The device reads the payload as it transmits (rxe finish_packet): a fault now, an IOMMU
+                    // mapping removed since post or memory whose arena was closed, fails the WQE with
+                    // LOC_PROT_ERR (rxe: -EFAULT from the copy).
+                    if (!w.sgl.reachable(w.sent, chunk)) {
+                        w.sgl.unreachable(w.opcode + " wr_id " + w.wrId + " on " + qp.describe()
+                                + " reads memory whose arena is closed or that another thread owns");
+                    }
                     fail(w, WcStatus.LOC_PROT_ERR);
                     return false;
                 }
@@ -302,6 +341,10 @@ final class Requester {
             p.ackReq = want || ++noackPkts > MAX_PKT_PER_ACK / 2;
             if (p.ackReq) {
                 noackPkts = 0;
+                // Remembered before the transmit, which may deliver a NAK that rewinds the queue.
+                ackReqPsns[ackReqNext] = p.psn;
+                ackReqNext = (ackReqNext + 1) % ACK_REQ_HISTORY;
+                ackReqUsed = Math.min(ackReqUsed + 1, ACK_REQ_HISTORY);
             }
         }
         if (last) {
@@ -324,7 +367,7 @@ final class Requester {
         if (!w.sgl.access(w.sent, chunk, DmaSpace.READ)) {
             return false;
         }
-        if (last && w.postedAt != null && qp.device.dma.checker() != null
+        if (last && w.postedAt != null && qp.device.dma.checker() != null && w.sgl.reachable(0, w.length)
                 && w.sgl.checksum(0, w.length) != w.postCrc) {
             qp.device.dma.checker().sendBufferChanged(w.opcode + " wr_id " + w.wrId + " on QP 0x"
                     + Integer.toHexString(qp.qpn) + " (" + w.length + " bytes)", w.postedAt);

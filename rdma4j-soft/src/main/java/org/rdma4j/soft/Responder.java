@@ -14,6 +14,7 @@ import org.rdma4j.verbs.QpType;
 import org.rdma4j.verbs.WcFlags;
 import org.rdma4j.verbs.WcOpcode;
 import org.rdma4j.verbs.WcStatus;
+import org.rdma4j.verbs.spi.GsiAccess;
 
 /**
  * Executes incoming requests (rxe_resp.c): PSN and opcode-sequence checks, QP and MR access checks,
@@ -116,6 +117,11 @@ final class Responder {
         }
     }
 
+    /** @return the QP this responder serves */
+    SoftQp qp() {
+        return qp;
+    }
+
     void dropCurrentWqe() {
         haveWqe = false;
         wqeResolved = false;
@@ -141,11 +147,22 @@ final class Responder {
         int diff = Psn.compare(p.psn, psn);
         if (qp.type == QpType.RC) {
             if (diff > 0) {
-                qp.device.count(SoftCounter.OUT_OF_SEQ_REQUEST);
+                // RC class B: NAK with the expected PSN, drop (IBA 9.7.5.1.2). rxe check_psn sends one NAK
+                // per gap (resp.sent_psn_nak, cleared when the expected PSN arrives) and counts
+                // out_of_seq_request then. We answer a later out-of-sequence packet that asks for an
+                // acknowledgement (AckReq) with the same NAK again: if the first NAK was lost, or the
+                // requester's resend lost its first packet too, nothing else would tell the requester
+                // before its retransmit timer. rxe's completer ignores the repeat (same PSN, a retry
+                // already started); ours counts on it (Completer.sequenceNak, docs/roce.md "Loss recovery").
                 if (!sentPsnNak) {
                     sentPsnNak = true;
-                    // RC class B: NAK with the expected PSN, drop (IBA 9.7.5.1.2).
+                    qp.device.count(SoftCounter.OUT_OF_SEQ_REQUEST);
                     sendAck(Aeth.NAK_PSN_SEQ_ERROR, psn);
+                } else if (p.ackReq) {
+                    qp.device.count(SoftCounter.SEQ_NAK_REPEATS);
+                    sendAck(Aeth.NAK_PSN_SEQ_ERROR, psn);
+                } else {
+                    qp.device.count(SoftCounter.DROP_OUT_OF_SEQ);
                 }
                 return;
             }
@@ -414,11 +431,17 @@ final class Responder {
 
     private Err readReply(Packet p) {
         int len = p.dmaLen;
-        if (one.port != null && len != 0) {
-            // The device reads the region as it answers: a fault is an R_Key violation (rxe read_reply).
+        if (len != 0) {
+            // The device reads the region as it answers: a fault (an IOMMU unmap, memory whose arena was
+            // closed under the registration) is an R_Key violation (rxe read_reply: a failed copy).
             one.clear();
-            if (!one.addMr(writeMr, p.va - writeMr.address, len & 0xFFFF_FFFFL, DmaSpace.READ, piece)
-                    || !one.access(0, len & 0xFFFF_FFFFL, DmaSpace.READ)) {
+            long l = len & 0xFFFF_FFFFL;
+            if (!one.addMr(writeMr, p.va - writeMr.address, l, DmaSpace.READ, piece)
+                    || one.port != null && !one.access(0, l, DmaSpace.READ)) {
+                return Err.RKEY_VIOLATION;
+            }
+            if (!one.reachable(0, l)) {
+                one.unreachable("RDMA READ of " + l + " bytes at 0x" + Long.toHexString(p.va) + " on " + qp.describe());
                 return Err.RKEY_VIOLATION;
             }
         }
@@ -463,8 +486,8 @@ final class Responder {
             o.syndrome = UNLIMITED;
             if (chunk > 0) {
                 one.clear();
-                if (!one.addMr(mr, va + sent - mr.address, chunk, DmaSpace.READ, piece)) {
-                    return; // the mapping went away (a replayed read after deregistration)
+                if (!one.addMr(mr, va + sent - mr.address, chunk, DmaSpace.READ, piece) || !one.reachable(0, chunk)) {
+                    return; // the mapping or the memory went away (a replayed read after deregistration)
                 }
                 o.payload = one;
                 o.payloadOff = 0;
@@ -500,7 +523,10 @@ final class Responder {
             long next = (p.opcode & 0x1F) == Opcodes.COMPARE_SWAP ? (orig == p.compare ? p.swapAdd : orig)
                     : orig + p.swapAdd;
             target.set(ValueLayout.JAVA_LONG, off, next);
-        } catch (IllegalStateException | IndexOutOfBoundsException | IllegalArgumentException e) {
+        } catch (IllegalStateException | WrongThreadException e) {
+            one.unreachable("atomic at 0x" + Long.toHexString(p.va) + " on " + qp.describe() + ": " + e.getMessage());
+            return Err.RKEY_VIOLATION;
+        } catch (IndexOutOfBoundsException | IllegalArgumentException e) {
             return Err.RKEY_VIOLATION;
         }
         Resource r = res[resNext];
@@ -546,8 +572,8 @@ final class Responder {
     // ------------------------------------------------------------------ UD
 
     private void handleUd(Packet p) {
-        // rxe check_keys: the DETH Q_Key must match the QP's.
-        if (p.qkey != qp.qkey) {
+        // rxe check_keys: the DETH Q_Key must match the QP's; for QPN 1 (GSI) it must be GSI_QKEY.
+        if (p.qkey != (qp.qpn == SoftGsi.GSI_QPN ? GsiAccess.GSI_QKEY : qp.qkey)) {
             qp.device.count(SoftCounter.DROP_QKEY_VIOLATION);
             return;
         }

@@ -196,9 +196,16 @@ final class LossyPair implements AutoCloseable {
         return Aeth.retransmitTimeoutNs(cfg.timeout());
     }
 
-    /** @return a clock step: a quarter of the ACK timeout */
+    private long stepNs;
+
+    /** @return a clock step: a quarter of the ACK timeout unless {@link #stepNs(long)} set another */
     long stepNs() {
-        return Math.max(1_000, timeoutNs() / 4);
+        return stepNs > 0 ? stepNs : Math.max(1_000, timeoutNs() / 4);
+    }
+
+    /** Sets the clock step of {@link #step()} (for a link with a latency: a fraction of it). */
+    void stepNs(long ns) {
+        stepNs = ns;
     }
 
     /** Moves the clock one step. */
