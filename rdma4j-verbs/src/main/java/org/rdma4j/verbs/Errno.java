@@ -22,6 +22,8 @@ public enum Errno {
     EINVAL(22),
     /** Not supported by this provider. */
     EOPNOTSUPP(95),
+    /** Address already in use: another socket (another process, or rdma_rxe) has the address and port. */
+    EADDRINUSE(98),
     /** Cannot assign requested address: a socket could not be bound to the configured address. */
     EADDRNOTAVAIL(99),
     /** Timed out. */
