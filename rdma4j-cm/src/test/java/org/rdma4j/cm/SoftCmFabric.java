@@ -34,6 +34,7 @@ final class SoftCmFabric implements CmFabric {
     private final UserCm[] cms = new UserCm[2];
     private final RdmaCm[] rdmaCms = new RdmaCm[2];
     private final boolean roce;
+    private int udpPort;
 
     private SoftCmFabric(ManualClock clock, boolean roce) {
         this.clock = clock;
@@ -57,6 +58,7 @@ final class SoftCmFabric implements CmFabric {
     static SoftCmFabric roce(ManualClock clock) {
         SoftCmFabric f = new SoftCmFabric(clock, true);
         int port = freeUdpPort();
+        f.udpPort = port;
         SoftFabric a = new SoftFabric(clock);
         SoftFabric b = new SoftFabric(clock);
         f.fabrics.add(a);
@@ -85,6 +87,7 @@ final class SoftCmFabric implements CmFabric {
         return modes;
     }
 
+    @SuppressWarnings("try") // b only proves the port is free on 127.0.0.2 too
     static int freeUdpPort() {
         for (int attempt = 0; attempt < 50; attempt++) {
             try (DatagramSocket a = new DatagramSocket(new InetSocketAddress("127.0.0.1", 0))) {
@@ -99,6 +102,11 @@ final class SoftCmFabric implements CmFabric {
             }
         }
         throw new IllegalStateException("no UDP port free on both 127.0.0.1 and 127.0.0.2");
+    }
+
+    /** @return the UDP port of the RoCE devices (0 in process) */
+    int udpPort() {
+        return udpPort;
     }
 
     UserCm userCm(int host) {
