@@ -628,7 +628,7 @@ final class UserCmId implements CmIdSpi {
             try {
                 if (qpType == QpType.UD) {
                     ib = cm.ibcm.createId(port, UserCmId::ibHandler, this);
-                    cm.ibcm.sendSidrReq(ib, path, sid, CmMsg.convertToMs(cmResponseTimeout), maxCmRetries, pd);
+                    cm.ibcm.sidr.sendReq(ib, path, sid, CmMsg.convertToMs(cmResponseTimeout), maxCmRetries, pd);
                 } else {
                     ib = cm.ibcm.createId(port, UserCmId::ibHandler, this);
                     cm.ibcm.sendReq(ib, new IbCm.ReqParam(path, sid, qpNum, qpType, seqNum, resp, init,
@@ -788,7 +788,7 @@ final class UserCmId implements CmIdSpi {
             if (qpType == QpType.UD) {
                 int q = qp != null ? qpNum : param.qpNum();
                 try {
-                    cm.ibcm.sendSidrRep(ib, CmMsg.SIDR_SUCCESS, q, qkey(), param.privateData());
+                    cm.ibcm.sidr.sendRep(ib, CmMsg.SIDR_SUCCESS, q, qkey(), param.privateData());
                 } catch (VerbsException e) {
                     throw inval("rdma_accept: " + e.getMessage() + "; accept once");
                 }
@@ -837,7 +837,7 @@ final class UserCmId implements CmIdSpi {
                 throw inval("rdma_reject: the CM ID is not a pending connection request");
             }
             if (qpType == QpType.UD) {
-                cm.ibcm.sendSidrRep(ib, CmMsg.SIDR_REJECT, 0, 0, privateData);
+                cm.ibcm.sidr.sendRep(ib, CmMsg.SIDR_REJECT, 0, 0, privateData);
             } else {
                 cm.ibcm.sendRej(ib, 28, null, privateData);
             }
