@@ -9,7 +9,6 @@ import org.rdma4j.testkit.model.AbstractConcurrencyTest;
 class IbvConcurrencyTest extends AbstractConcurrencyTest {
     @Override
     protected Fabric createFabric(ManualClock clock) {
-        IbvTestFabric.assumeIb("iWARP QPs are connected through rdma_cm");
         return IbvTestFabric.create(clock);
     }
 }
