@@ -101,6 +101,7 @@ public abstract class AbstractMrTest extends ConformanceTestBase {
         assertEquals(16, indexes.size(), "16 live MRs share a key index: " + indexes);
     }
 
+    @NotOnIwarp("siw_query_qp reports no qp_state (siw_verbs.c): the requester state after the local error cannot be read back")
     @Test
     public void shouldFailWithLocQpOpErrWhenSendingFromDeregisteredMr() throws Exception {
         QpPair p = players().rc(QpConfig.rc());
@@ -122,6 +123,7 @@ public abstract class AbstractMrTest extends ConformanceTestBase {
         assertNoCompletion(p.remote().recvCq());
     }
 
+    @NotOnIwarp("an RDMA WRITE is not acknowledged: the requester completes it once TCP has it and the responder answers a bad STag with a TERMINATE, not a remote error status (seen in the VM on siw0)")
     @Test
     public void shouldFailWithRemAccessErrWhenWritingToDeregisteredMr() throws Exception {
         QpPair p = players().rc(QpConfig.rc());
@@ -150,6 +152,7 @@ public abstract class AbstractMrTest extends ConformanceTestBase {
         assertWc(pollOne(p.local().sendCq()), WcStatus.LOC_QP_OP_ERR, 1);
     }
 
+    @NotOnIwarp("siw 6.1 serves an RDMA READ from an MR without REMOTE_READ: siw_qp_tx.c checks the READ RESPONSE source with siw_check_sgl_tx(qp->pd, wqe, 0), permissions 0 (a kernel bug; seen in the VM: the READ completes SUCCESS)")
     @Test
     public void shouldFailWithRemAccessErrWhenReadingMrWithoutRemoteRead() {
         QpPair p = players().rc(QpConfig.rc());

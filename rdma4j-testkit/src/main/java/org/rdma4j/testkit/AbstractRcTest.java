@@ -123,6 +123,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertBytes(new byte[80], r.rmr().segment(), 2020, "beyond the message");
     }
 
+    @NotOnIwarp("RDMAP (RFC 5040) has no immediate data: siw refuses SEND_WITH_IMM and RDMA_WRITE_WITH_IMM at post (EINVAL, seen in the VM)")
     @Test
     public void shouldCarryImmediateDataWhenSendWithImm() {
         Rig r = rig();
@@ -162,6 +163,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertBytes(data, r.rmr().segment(), 0, "12-packet SEND");
     }
 
+    @NotOnIwarp("RDMA WRITE and SEND are not acknowledged by the responder: the requester completes them once TCP has them, and a responder error comes back as a TERMINATE that moves both QPs to ERR, not as a remote error status (seen in the VM on siw0)")
     @ParameterizedTest
     @ValueSource(ints = {64, 3000})
     public void shouldFailWithRemOpErrAndLocQpOpErrWhenSendExceedsReceiveBuffer(int length) {
@@ -196,6 +198,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertNoCompletion(r.remote().recvCq());
     }
 
+    @NotOnIwarp("RDMAP (RFC 5040) has no immediate data: siw refuses SEND_WITH_IMM and RDMA_WRITE_WITH_IMM at post (EINVAL, seen in the VM)")
     @Test
     public void shouldConsumeAReceiveWhenRdmaWriteWithImm() {
         Rig r = rig();
@@ -233,6 +236,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
 
     // ------------------------------------------------------------------ remote errors
 
+    @NotOnIwarp("RDMA WRITE and SEND are not acknowledged by the responder: the requester completes them once TCP has them, and a responder error comes back as a TERMINATE that moves both QPs to ERR, not as a remote error status (seen in the VM on siw0)")
     @Test
     public void shouldFailWithRemAccessErrAndFlushTheRestWhenRkeyIsBad() {
         Rig r = rig();
@@ -253,6 +257,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertBytes(new byte[64], r.rmr().segment(), 0, "nothing written");
     }
 
+    @NotOnIwarp("RDMA WRITE and SEND are not acknowledged by the responder: the requester completes them once TCP has them, and a responder error comes back as a TERMINATE that moves both QPs to ERR, not as a remote error status (seen in the VM on siw0)")
     @Test
     public void shouldFailWithRemAccessErrWhenRemoteRangeExceedsMr() {
         Rig r = rig();
@@ -262,6 +267,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertBytes(new byte[32], r.rmr().segment(), BUF - 32, "nothing written");
     }
 
+    @NotOnIwarp("a responder error on an RDMA READ comes back as a TERMINATE: siw moves the QP to ERR and flushes the READ (WR_FLUSH_ERR); there is no REM_ACCESS_ERR status (seen in the VM on siw0)")
     @Test
     public void shouldFailWithRemAccessErrWhenReadRangeStartsBeforeMr() {
         Rig r = rig();
@@ -270,6 +276,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertWc(pollOne(r.local().sendCq()), WcStatus.REM_ACCESS_ERR, 1);
     }
 
+    @NotOnIwarp("RDMA WRITE and SEND are not acknowledged by the responder: the requester completes them once TCP has them, and a responder error comes back as a TERMINATE that moves both QPs to ERR, not as a remote error status (seen in the VM on siw0)")
     @Test
     public void shouldFailWithRemAccessErrWhenMrLacksRemoteWrite() {
         Rig r = rig();
@@ -280,6 +287,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
 
     @Test
     public void shouldFailWithRemAccessErrWhenMrLacksRemoteAtomic() {
+        assumeAtomics();
         Rig r = rig();
         MemoryRegion noAtomic = reg(r.remote().pd(), alloc(256), AccessFlag.LOCAL_WRITE, AccessFlag.REMOTE_WRITE,
                 AccessFlag.REMOTE_READ);
@@ -288,6 +296,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertEquals(0, getLong(noAtomic.segment(), 0), "remote value untouched");
     }
 
+    @NotOnIwarp("RDMA WRITE and SEND are not acknowledged by the responder: the requester completes them once TCP has them, and a responder error comes back as a TERMINATE that moves both QPs to ERR, not as a remote error status (seen in the VM on siw0)")
     @ParameterizedTest
     @EnumSource(value = WrOpcode.class, names = {"RDMA_WRITE", "RDMA_READ", "ATOMIC_FETCH_AND_ADD"})
     public void shouldFailWithRemInvReqErrWhenResponderQpLacksAccessFlag(WrOpcode op) {
@@ -316,6 +325,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
 
     // ------------------------------------------------------------------ local errors
 
+    @NotOnIwarp("siw reports a bad local key or range as LOC_QP_OP_ERR at once and flushes nothing behind it (seen in the VM on siw0)")
     @Test
     public void shouldFailWithLocQpOpErrWhenLkeyIsBad() {
         Rig r = rig();
@@ -336,6 +346,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertEquals(QpState.RTS, r.remote().qp().state(), "responder");
     }
 
+    @NotOnIwarp("siw reports a bad local key or range as LOC_QP_OP_ERR at once and flushes nothing behind it (seen in the VM on siw0)")
     @Test
     public void shouldFailWithLocProtErrWhenLocalSgeExceedsMr() {
         Rig r = rig();
@@ -356,6 +367,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertBytes(new byte[64], noLocalWrite.segment(), 0, "sink untouched");
     }
 
+    @NotOnIwarp("RDMA WRITE and SEND are not acknowledged by the responder: the requester completes them once TCP has them, and a responder error comes back as a TERMINATE that moves both QPs to ERR, not as a remote error status (seen in the VM on siw0)")
     @Test
     public void shouldFailWithRemOpErrAndLocQpOpErrWhenReceiveBufferLacksLocalWrite() {
         Rig r = rig();
@@ -373,6 +385,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
 
     @Test
     public void shouldSwapAndReturnOriginalWhenCompareMatches() {
+        assumeAtomics();
         Rig r = rig();
         putLong(r.rmr().segment(), 64, 5L);
         putLong(r.lmr().segment(), 8, -1L);
@@ -387,6 +400,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
 
     @Test
     public void shouldNotSwapButReturnCurrentWhenCompareMismatches() {
+        assumeAtomics();
         Rig r = rig();
         putLong(r.rmr().segment(), 0, 9L);
         postSend(r.local().qp(), atomicWr(1, WrOpcode.ATOMIC_CMP_AND_SWP, r.lmr(), 0, r.rmr(), 0)
@@ -398,6 +412,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
 
     @Test
     public void shouldAddAndReturnOriginalWhenFetchAndAdd() {
+        assumeAtomics();
         Rig r = rig();
         putLong(r.rmr().segment(), 16, 100L);
         postSend(r.local().qp(), atomicWr(1, WrOpcode.ATOMIC_FETCH_AND_ADD, r.lmr(), 0, r.rmr(), 16).compareAdd(23L));
@@ -413,6 +428,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
 
     @Test
     public void shouldRefuseAtPostWhenAtomicRemoteAddressIsMisaligned() {
+        assumeAtomics();
         Rig r = rig();
         // rxe validate_send_wr: remote_addr & 7 => -EINVAL (verbs-dma.md 4.6)
         assertPostSendRefused(r.local().qp(), atomicWr(1, WrOpcode.ATOMIC_FETCH_AND_ADD, r.lmr(), 0, r.rmr(), 4)
@@ -435,6 +451,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
     @ParameterizedTest
     @ValueSource(ints = {12, 16})
     public void shouldReturnOriginalValueInFirstEightBytesWhenAtomicSgeIsLonger(int length) {
+        assumeAtomics();
         Rig r = rig();
         putLong(r.rmr().segment(), 0, 100);
         r.lmr().segment().asSlice(0, 16).fill((byte) 0xAB);
@@ -516,6 +533,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertNoCompletion(r.local().sendCq());
     }
 
+    @NotOnIwarp("RDMA WRITE and SEND are not acknowledged by the responder: the requester completes them once TCP has them, and a responder error comes back as a TERMINATE that moves both QPs to ERR, not as a remote error status (seen in the VM on siw0)")
     @Test
     public void shouldCompleteUnsignaledWrWhenItFails() {
         Rig r = rig();
@@ -539,6 +557,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
 
     // ------------------------------------------------------------------ RNR
 
+    @NotOnIwarp("no RNR NAK, RNR timer or transport retry over TCP: a SEND without a posted receive or to a gone peer completes once TCP has it (seen in the VM on siw0)")
     @ParameterizedTest(name = "rnr_retry={0}")
     @ValueSource(ints = {0, 1, 2, 3, 4, 5, 6})
     public void shouldFailWithRnrRetryExcErrWhenNoReceiveIsPostedAndRetriesRunOut(int rnrRetry) {
@@ -557,6 +576,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertEquals(QpState.RTS, r.remote().qp().state(), "responder");
     }
 
+    @NotOnIwarp("no RNR NAK, RNR timer or transport retry over TCP: a SEND without a posted receive or to a gone peer completes once TCP has it (seen in the VM on siw0)")
     @Test
     public void shouldRetryForeverWhenRnrRetryIsSevenAndSucceedOnceAReceiveIsPosted() {
         Rig r = rig(QpConfig.rc().rnrRetry(7).minRnrTimer(12));
@@ -575,6 +595,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertBytes(data, r.rmr().segment(), 0, "delivered after RNR retries");
     }
 
+    @NotOnIwarp("no RNR NAK, RNR timer or transport retry over TCP: a SEND without a posted receive or to a gone peer completes once TCP has it (seen in the VM on siw0)")
     @Test
     public void shouldUseLowFiveBitsOfMinRnrTimerAboveThirtyOne() {
         // rxe accepts min_rnr_timer 32 (rxe_qp_chk_attr does not check it) and puts its low five bits in the
@@ -589,6 +610,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertWc(a.completions().getFirst(), WcStatus.RNR_RETRY_EXC_ERR, 1);
     }
 
+    @NotOnIwarp("the RDMA READ depths are negotiated by the iw_cm (MPA IRD/ORD), not set with modify_qp")
     @Test
     public void shouldRefuseReadsAndAtomicsWhenMaxDestRdAtomicWasAbove128() {
         // rxe accepts max_dest_rd_atomic 129..255 (rxe_qp_chk_attr does not check it), rounds it up to 256 and
@@ -608,6 +630,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
 
     // ------------------------------------------------------------------ transport retries
 
+    @NotOnIwarp("no RNR NAK, RNR timer or transport retry over TCP: a SEND without a posted receive or to a gone peer completes once TCP has it (seen in the VM on siw0)")
     @Test
     public void shouldRetryForeverWhenRetryCntIsAboveSeven() {
         // rxe accepts retry_cnt 8 and counts down only while it is not 7 (rxe_comp.c): 8 becomes 7 after the
@@ -620,6 +643,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertEquals(QpState.RTS, r.local().qp().state(), "requester keeps retrying");
     }
 
+    @NotOnIwarp("no RNR NAK, RNR timer or transport retry over TCP: a SEND without a posted receive or to a gone peer completes once TCP has it (seen in the VM on siw0)")
     @ParameterizedTest(name = "retry_cnt={0}")
     @ValueSource(ints = {0, 1, 3, 6})
     public void shouldFailWithRetryExcErrWhenPeerQpIsInReset(int retryCnt) {
@@ -628,6 +652,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         expectRetryExhaustion(r, retryCnt, 10);
     }
 
+    @NotOnIwarp("no RNR NAK, RNR timer or transport retry over TCP: a SEND without a posted receive or to a gone peer completes once TCP has it (seen in the VM on siw0)")
     @Test
     public void shouldFailWithRetryExcErrWhenPeerQpIsDestroyed() throws Exception {
         Rig r = rig(QpConfig.rc().retryCnt(2).timeout(10));
@@ -700,6 +725,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
 
     @Test
     public void shouldCompleteInPostOrderWhenOpcodesAreMixed() {
+        assumeAtomics();
         Rig r = rig();
         for (int i = 0; i < 3; i++) {
             postRecv(r.remote().qp(), 50 + i, r.rmr(), 3072 + 64L * i, 64);
@@ -728,6 +754,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
 
     // ------------------------------------------------------------------ CQ overrun
 
+    @NotOnIwarp("siw_query_qp reports no qp_state (siw_verbs.c), so the QP state this test checks cannot be read back")
     @Test
     public void shouldRaiseCqErrWhenSendCqOverruns() {
         Rig r = rig(QpConfig.rc().sendCqSize(4));
@@ -746,6 +773,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertNoAsyncEvent(ctxA, AsyncEventType.QP_FATAL);
     }
 
+    @NotOnIwarp("no RNR NAK, RNR timer or transport retry over TCP: a SEND without a posted receive or to a gone peer completes once TCP has it (seen in the VM on siw0)")
     @Test
     public void shouldNotAcknowledgeSendWhoseReceiveCompletionIsLostToFullCq() {
         Rig r = rig(QpConfig.rc().recvCqSize(2).retryCnt(2).timeout(10));
@@ -811,6 +839,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertNull(r.remote().recvChannel().getCqEvent(quietWindow()), "event without re-arming");
     }
 
+    @NotOnIwarp("siw 6.1 never fires a solicited-only arm for a received SEND_SE: siw_rqe_complete passes SIW_WQE_SIGNALLED, not the RQE's SIW_WQE_SOLICITED, to siw_cq_notify_now (siw_qp.c; a kernel bug, seen in the VM)")
     @Test
     public void shouldFireSolicitedOnlyArmOnlyForSolicitedSends() {
         Rig r = channelRig();
