@@ -72,12 +72,16 @@ public final class DmaChecker {
     public DmaChecker() {
     }
 
-    /** @param l called with every report, on the thread that misused the API; null for none */
+    /**
+     * Sets where reports go (besides the report list).
+     *
+     * @param l called with every report, on the thread that misused the API; null for none
+     */
     public void listener(Consumer<DmaReport> l) {
         this.listener = l;
     }
 
-    /** @return every report so far, oldest first */
+    /** {@return every report so far, oldest first} */
     public synchronized List<DmaReport> reports() {
         return List.copyOf(reports);
     }
@@ -87,7 +91,7 @@ public final class DmaChecker {
         reports.clear();
     }
 
-    /** @return how many mappings are live */
+    /** {@return how many mappings are live} */
     public synchronized int liveMappings() {
         return live.size();
     }
@@ -325,7 +329,15 @@ public final class DmaChecker {
                 + "transmission (checksum at post differs from the one at transmission)", postedAt);
     }
 
-    /** @param s memory @param off start @param len bytes @param crc accumulator to update */
+    /**
+     * Adds a range of memory to a checksum (how the checker sees a send buffer change between post and
+     * completion).
+     *
+     * @param s memory
+     * @param off start
+     * @param len bytes
+     * @param crc accumulator to update
+     */
     public static void checksum(MemorySegment s, long off, long len, java.util.zip.CRC32C crc) {
         if (len > 0) {
             MemorySegment slice = s.asSlice(off, len);

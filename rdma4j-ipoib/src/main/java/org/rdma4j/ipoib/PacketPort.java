@@ -9,7 +9,7 @@ import java.lang.foreign.MemorySegment;
  * daemon; an in-memory port in tests that need no root. One reader thread and one writer thread use it.
  */
 public interface PacketPort extends AutoCloseable {
-    /** @return the interface name */
+    /** {@return the interface name} */
     String name();
 
     /**

@@ -24,14 +24,15 @@ final class Aeth {
     private Aeth() {
     }
 
-    /** @return the RNR delay for a 5-bit timer code, in nanoseconds */
+    /** {@return the RNR delay for a 5-bit timer code, in nanoseconds} */
     static long rnrDelayNs(int code) {
         return RNR_USEC[code & 0x1F] * 1_000L;
     }
 
     /**
+     * {@return 4.096 µs · 2^timeout in nanoseconds (IBA 9.7.6.1.3), or 0 for "infinite" (timeout 0)}
+     *
      * @param timeout the QP's local ACK timeout exponent
-     * @return 4.096 µs · 2^timeout in nanoseconds (IBA 9.7.6.1.3), or 0 for "infinite" (timeout 0)
      */
     static long retransmitTimeoutNs(int timeout) {
         if (timeout == 0) {

@@ -43,7 +43,7 @@ final class Completer {
         startedRetry = false;
     }
 
-    /** @return the oldest WQE the requester has started and not completed, or null */
+    /** {@return the oldest WQE the requester has started and not completed, or null} */
     SendWqe outstanding() {
         if (qp.compIdx == qp.sqHead) {
             return null;

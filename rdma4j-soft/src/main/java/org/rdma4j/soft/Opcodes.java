@@ -99,12 +99,12 @@ final class Opcodes {
         NAME[opcode] = name;
     }
 
-    /** @return the mask bits of a BTH opcode, 0 for an opcode we do not implement */
+    /** {@return the mask bits of a BTH opcode, 0 for an opcode we do not implement} */
     static int mask(int opcode) {
         return MASK[opcode & 0xFF];
     }
 
-    /** @return the opcode's name for traces */
+    /** {@return the opcode's name for traces} */
     static String name(int opcode) {
         String n = NAME[opcode & 0xFF];
         return n != null ? n : "0x" + Integer.toHexString(opcode & 0xFF);

@@ -38,7 +38,7 @@ final class RecvQueue {
         buf = new MemorySegment[n][maxSge];
     }
 
-    /** @return null if posted, else the reason (rxe post_one_recv) */
+    /** {@return null if posted, else the reason (rxe post_one_recv)} */
     synchronized Errno post(RecvWorkRequest wr) {
         int n = wr.numSge();
         if (n > maxSge) {
@@ -76,7 +76,7 @@ final class RecvQueue {
         return (int) (idx.producer() - idx.consumer());
     }
 
-    /** @return the slot of the oldest WQE; the queue must not be empty */
+    /** {@return the slot of the oldest WQE; the queue must not be empty} */
     int headSlot() {
         return (int) idx.consumer() & mask;
     }

@@ -56,8 +56,9 @@ public record RoceConfig(List<InetAddress> addresses, int udpPort, Mtu activeMtu
     }
 
     /**
+     * {@return a configuration on port 4791 with the MTU derived from the interfaces}
+     *
      * @param addresses local addresses
-     * @return a configuration on port 4791 with the MTU derived from the interfaces
      */
     public static RoceConfig of(InetAddress... addresses) {
         return new RoceConfig(List.of(addresses), Roce.UDP_PORT, null);
@@ -100,7 +101,7 @@ public record RoceConfig(List<InetAddress> addresses, int udpPort, Mtu activeMtu
         return new RoceConfig(list, port, null);
     }
 
-    /** @return the active MTU: as configured, or derived from the smallest MTU of the bound interfaces */
+    /** {@return the active MTU: as configured, or derived from the smallest MTU of the bound interfaces} */
     Mtu resolveMtu() {
         if (activeMtu != null) {
             return activeMtu;

@@ -462,7 +462,7 @@ final class RoceLink implements Link {
         }
     }
 
-    /** @return the GIDs of the bound addresses, in configuration order */
+    /** {@return the GIDs of the bound addresses, in configuration order} */
     List<Gid> gids() {
         List<Gid> l = new ArrayList<>();
         for (Endpoint e : endpoints) {

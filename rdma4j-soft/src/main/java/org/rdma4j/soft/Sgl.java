@@ -141,7 +141,7 @@ final class Sgl {
         return true;
     }
 
-    /** @return a CRC-32C of bytes [pos, pos+count) (the DMA checker's send-buffer check) */
+    /** {@return a CRC-32C of bytes [pos, pos+count) (the DMA checker's send-buffer check)} */
     long checksum(long pos, long count) {
         CRC32C crc = new CRC32C();
         for (int i = 0; i < n && count > 0; i++) {

@@ -61,8 +61,9 @@ public enum SoftCounter {
     ROCE_GRO_RECEIVES;
 
     /**
-     * @return the name {@code Context.queryPortCounters} gives it: rxe's hw counter name where rxe
-     *         counts the same thing (rxe_hw_counters.c), else the lower-case constant name
+     * {@return the name {@code Context.queryPortCounters} gives it: rxe's hw counter name where rxe counts the
+     * same thing (rxe_hw_counters.c), else the lower-case constant name}
+     *
      */
     public String rxeName() {
         return switch (this) {

@@ -108,12 +108,12 @@ public final class SoftDevice implements Device {
         return roce != null ? "rxe" : "soft";
     }
 
-    /** @return how this device reaches memory, and its DMA checker if on */
+    /** {@return how this device reaches memory, and its DMA checker if on} */
     public DmaSpace dma() {
         return dma;
     }
 
-    /** @return the fabric */
+    /** {@return the fabric} */
     public SoftFabric fabric() {
         return fabric;
     }
@@ -149,16 +149,18 @@ public final class SoftDevice implements Device {
     }
 
     /**
+     * {@return its value}
+     *
      * @param c a counter
-     * @return its value
      */
     public long counter(SoftCounter c) {
         return counters[c.ordinal()];
     }
 
     /**
-     * @return every counter by {@link SoftCounter#rxeName()}, read together under the engine lock (the
-     *         engine writes them under it)
+     * {@return every counter by {@link SoftCounter#rxeName()}, read together under the engine lock (the engine
+     * writes them under it)}
+     *
      */
     java.util.Map<String, Long> counters() {
         var m = new java.util.LinkedHashMap<String, Long>();
@@ -220,12 +222,12 @@ public final class SoftDevice implements Device {
         return (hi24 << 40) | (0xFFFEL << 24) | (mac & 0xFF_FFFFL);
     }
 
-    /** @return the RoCE link, or null for an in-process device */
+    /** {@return the RoCE link, or null for an in-process device} */
     RoceLink roceLink() {
         return roce;
     }
 
-    /** @return whether packets are cut at the path MTU because they may cross a wire */
+    /** {@return whether packets are cut at the path MTU because they may cross a wire} */
     boolean onWire() {
         return roce != null;
     }
@@ -256,7 +258,7 @@ public final class SoftDevice implements Device {
     /** Set while a busy-polling application thread dispatches received packets: engine lock. */
     private boolean deferAcks;
 
-    /** @return whether ACKs made now may wait (engine lock) */
+    /** {@return whether ACKs made now may wait (engine lock)} */
     boolean deferringAcks() {
         return deferAcks;
     }
@@ -320,7 +322,7 @@ public final class SoftDevice implements Device {
         }
     }
 
-    /** @return the MR with exactly this key, or null */
+    /** {@return the MR with exactly this key, or null} */
     SoftMr lookupMr(int key) {
         int idx = key >>> 8;
         if (idx <= 0 || idx >= MAX_MR) {
@@ -460,7 +462,7 @@ public final class SoftDevice implements Device {
         }
     }
 
-    /** @return the link the device sends through */
+    /** {@return the link the device sends through} */
     Link link() {
         return link;
     }

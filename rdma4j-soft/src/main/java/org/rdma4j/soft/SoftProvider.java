@@ -108,12 +108,12 @@ public final class SoftProvider implements VerbsProvider {
     public SoftProvider() {
     }
 
-    /** @return the process-wide fabric behind this provider's devices */
+    /** {@return the process-wide fabric behind this provider's devices} */
     public static SoftFabric defaultFabric() {
         return Holder.fabric();
     }
 
-    /** @return the links file: {@code $RDMA4J_LINKS}, else {@code ~/.config/rdma4j/links} */
+    /** {@return the links file: {@code $RDMA4J_LINKS}, else {@code ~/.config/rdma4j/links}} */
     public static Path linksFile() {
         String env = System.getenv("RDMA4J_LINKS");
         if (env != null && !env.isBlank()) {

@@ -27,7 +27,12 @@ import org.rdma4j.verbs.VerbsException;
  * fixture's leak check relies on exactly that.
  */
 public abstract class AbstractOwnershipTest extends ConformanceTestBase {
+    /** Constructor for subclasses. */
+    protected AbstractOwnershipTest() {
+    }
 
+
+    /** Should fail context close with EBUSY when a PD is leaked. */
     @Test
     public void shouldFailContextCloseWithEbusyWhenAPdIsLeaked() {
         // A context of its own, so the fixture's teardown is not involved.
@@ -41,6 +46,7 @@ public abstract class AbstractOwnershipTest extends ConformanceTestBase {
         ctx.close();
     }
 
+    /** Should fail context close with EBUSY when a CQ or channel is open. */
     @Test
     public void shouldFailContextCloseWithEbusyWhenACqOrChannelIsOpen() {
         Context ctx = fabric.device(1).open();
@@ -53,6 +59,11 @@ public abstract class AbstractOwnershipTest extends ConformanceTestBase {
         ctx.close();
     }
 
+    /**
+     * Should fail PD close with EBUSY while MR is registered.
+     *
+     * @throws Exception when the device fails the test unexpectedly
+     */
     @Test
     public void shouldFailPdCloseWithEbusyWhileMrIsRegistered() throws Exception {
         ProtectionDomain pd = track(ctxA.allocPd());
@@ -62,6 +73,11 @@ public abstract class AbstractOwnershipTest extends ConformanceTestBase {
         release(pd);
     }
 
+    /**
+     * Should fail PD close with EBUSY while QP SRQ or AH exists.
+     *
+     * @throws Exception when the device fails the test unexpectedly
+     */
     @Test
     public void shouldFailPdCloseWithEbusyWhileQpSrqOrAhExists() throws Exception {
         ProtectionDomain pd = track(ctxA.allocPd());
@@ -78,6 +94,11 @@ public abstract class AbstractOwnershipTest extends ConformanceTestBase {
         release(pd);
     }
 
+    /**
+     * Should fail CQ close with EBUSY while QP uses it.
+     *
+     * @throws Exception when the device fails the test unexpectedly
+     */
     @Test
     public void shouldFailCqCloseWithEbusyWhileQpUsesIt() throws Exception {
         ProtectionDomain pd = track(ctxA.allocPd());
@@ -91,6 +112,11 @@ public abstract class AbstractOwnershipTest extends ConformanceTestBase {
         release(sendCq);
     }
 
+    /**
+     * Should fail channel close with EBUSY while CQ uses it.
+     *
+     * @throws Exception when the device fails the test unexpectedly
+     */
     @Test
     public void shouldFailChannelCloseWithEbusyWhileCqUsesIt() throws Exception {
         CompletionChannel ch = track(ctxA.createCompChannel());
@@ -101,6 +127,11 @@ public abstract class AbstractOwnershipTest extends ConformanceTestBase {
         release(ch);
     }
 
+    /**
+     * Should fail SRQ close with EBUSY while QP is attached.
+     *
+     * @throws Exception when the device fails the test unexpectedly
+     */
     @Test
     public void shouldFailSrqCloseWithEbusyWhileQpIsAttached() throws Exception {
         ProtectionDomain pd = track(ctxA.allocPd());
@@ -112,6 +143,7 @@ public abstract class AbstractOwnershipTest extends ConformanceTestBase {
         release(srq);
     }
 
+    /** Should free everything when closed in reverse order. */
     @Test
     public void shouldFreeEverythingWhenClosedInReverseOrder() {
         Context ctx = fabric.device(0).open();
@@ -137,6 +169,11 @@ public abstract class AbstractOwnershipTest extends ConformanceTestBase {
         ctx.close();
     }
 
+    /**
+     * Should ignore or clearly reject double close.
+     *
+     * @throws Exception when the device fails the test unexpectedly
+     */
     @Test
     public void shouldIgnoreOrClearlyRejectDoubleClose() throws Exception {
         ProtectionDomain pd = track(ctxA.allocPd());

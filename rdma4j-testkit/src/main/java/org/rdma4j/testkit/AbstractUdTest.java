@@ -22,6 +22,10 @@ import org.rdma4j.verbs.WrOpcode;
 
 /** Unreliable datagram: GRH area, Q_Keys, MTU limit and address handles (verbs-dma.md 4.8). */
 public abstract class AbstractUdTest extends ConformanceTestBase {
+    /** Constructor for subclasses. */
+    protected AbstractUdTest() {
+    }
+
     private static final int GRH = 40;
     private static final int BUF = 8192;
 
@@ -37,6 +41,7 @@ public abstract class AbstractUdTest extends ConformanceTestBase {
                 regAll(p.remote().pd(), BUF));
     }
 
+    /** Should place grh area before payload when UD send is received. */
     @Test
     public void shouldPlaceGrhAreaBeforePayloadWhenUdSendIsReceived() {
         Rig r = rig(QpConfig.ud());
@@ -58,6 +63,7 @@ public abstract class AbstractUdTest extends ConformanceTestBase {
         assertBytes(data, r.rmr().segment(), GRH, "payload after the GRH area");
     }
 
+    /** Should carry immediate data over UD. */
     @Test
     public void shouldCarryImmediateDataOverUd() {
         Rig r = rig(QpConfig.ud());
@@ -72,6 +78,7 @@ public abstract class AbstractUdTest extends ConformanceTestBase {
         assertEquals(GRH + 16, wc.byteLen());
     }
 
+    /** Should drop silently when Q_Key mismatches. */
     @Test
     public void shouldDropSilentlyWhenQkeyMismatches() {
         Rig r = rig(QpConfig.ud());
@@ -87,6 +94,7 @@ public abstract class AbstractUdTest extends ConformanceTestBase {
         assertEquals(GRH + 30, wc.byteLen(), "the receive got the matching message");
     }
 
+    /** Should send own Q_Key when remote Q_Key has high bit set. */
     @Test
     public void shouldSendOwnQkeyWhenRemoteQkeyHasHighBitSet() {
         Rig r = rig(QpConfig.ud());
@@ -105,6 +113,7 @@ public abstract class AbstractUdTest extends ConformanceTestBase {
         assertNoCompletion(r.p().remote().recvCq());
     }
 
+    /** Should complete with success but send nothing when message exceeds MTU. */
     @Test
     public void shouldCompleteWithSuccessButSendNothingWhenMessageExceedsMtu() {
         Rig r = rig(QpConfig.ud());
@@ -123,6 +132,7 @@ public abstract class AbstractUdTest extends ConformanceTestBase {
         assertEquals(GRH + mtu, wc.byteLen(), "a message of exactly one MTU is delivered");
     }
 
+    /** Should refuse at post when AH belongs to another PD. */
     @Test
     public void shouldRefuseAtPostWhenAhBelongsToAnotherPd() {
         Rig r = rig(QpConfig.ud());
@@ -136,6 +146,7 @@ public abstract class AbstractUdTest extends ConformanceTestBase {
         assertNoCompletion(r.p().remote().recvCq());
     }
 
+    /** Should refuse rdma opcodes at post on UD. */
     @Test
     public void shouldRefuseRdmaOpcodesAtPostOnUd() {
         Rig r = rig(QpConfig.ud());
@@ -146,6 +157,7 @@ public abstract class AbstractUdTest extends ConformanceTestBase {
         assertNoCompletion(r.p().local().sendCq());
     }
 
+    /** Should reach both peers from one QP with two address handles. */
     @Test
     public void shouldReachBothPeersFromOneQpWithTwoAddressHandles() {
         // one UD QP on device 0 talks to a UD QP on device 1 and to another UD QP on device 0 itself

@@ -13,15 +13,16 @@ import org.rdma4j.verbs.Device;
  */
 public interface Fabric extends AutoCloseable {
     /**
+     * {@return the device}
+     *
      * @param index 0-based device index, below {@link #deviceCount()}
-     * @return the device
      */
     Device device(int index);
 
-    /** @return how many devices the fabric has (at least 2) */
+    /** {@return how many devices the fabric has (at least 2)} */
     int deviceCount();
 
-    /** @return the clock that drives all protocol timers of the fabric's devices */
+    /** {@return the clock that drives all protocol timers of the fabric's devices} */
     ManualClock clock();
 
     /**

@@ -15,6 +15,8 @@ public final class Main {
     }
 
     /**
+     * Runs one subcommand and exits with its status.
+     *
      * @param args subcommand and its arguments
      */
     public static void main(String[] args) {

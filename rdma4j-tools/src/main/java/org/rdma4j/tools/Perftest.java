@@ -86,9 +86,11 @@ public final class Perftest {
     private int timeoutMs;
 
     /**
+     * Creates a run of one perftest tool.
+     *
      * @param options the parsed command line
-     * @param out     where the report goes
-     * @param err     where errors go
+     * @param out where the report goes
+     * @param err where errors go
      */
     public Perftest(PerftestOptions options, PrintStream out, PrintStream err) {
         this.o = options;
@@ -1401,7 +1403,7 @@ public final class Perftest {
             waitSend(wc, scnt, ccnt, Long.MAX_VALUE);
         }
 
-        /** @return false when {@code deadline} passed first (a duration run ended; the peer may be gone) */
+        /** {@return false when {@code deadline} passed first (a duration run ended; the peer may be gone)} */
         private boolean waitSend(WorkCompletion wc, long scnt, long ccnt, long deadline) {
             long since = System.nanoTime();
             int spins = 0;

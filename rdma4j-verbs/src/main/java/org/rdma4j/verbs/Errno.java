@@ -33,7 +33,7 @@ public enum Errno {
         this.value = value;
     }
 
-    /** @return the Linux errno number */
+    /** {@return the Linux errno number} */
     public int value() {
         return value;
     }

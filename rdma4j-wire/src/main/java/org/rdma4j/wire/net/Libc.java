@@ -124,7 +124,7 @@ final class Libc {
         return LINKER.downcallHandle(fn, fd, ERRNO);
     }
 
-    /** @return a segment to pass as the captured call state, owned by {@code arena} */
+    /** {@return a segment to pass as the captured call state, owned by {@code arena}} */
     static MemorySegment newCallState(Arena arena) {
         return arena.allocate(CALL_STATE);
     }
@@ -246,7 +246,7 @@ final class Libc {
         }
     }
 
-    /** @return "ENAME (text)" for an errno value, e.g. "EADDRINUSE (Address already in use)" */
+    /** {@return "ENAME (text)" for an errno value, e.g. "EADDRINUSE (Address already in use)"} */
     static String describe(int errno) {
         String text;
         try {
@@ -282,7 +282,7 @@ final class Libc {
         };
     }
 
-    /** @return an IOException naming the call, its errno and a context string */
+    /** {@return an IOException naming the call, its errno and a context string} */
     static IOException error(String call, MemorySegment st, String context) {
         int e = errno(st);
         return new NativeIOException(call + " failed: " + describe(e) + (context.isEmpty() ? "" : ": " + context), e);
