@@ -5,7 +5,7 @@
  */
 module org.rdma4j.ipoib {
     requires transitive org.rdma4j.verbs;
-    requires org.rdma4j.common;
+    requires transitive org.rdma4j.common; // Config and NeighbourCache take a NanoClock
 
     exports org.rdma4j.ipoib;
 

@@ -266,7 +266,6 @@ public final class SoftFabric implements AutoCloseable {
         }
     }
 
-    /** Stops the timer agent. Devices stay usable for closing their objects. */
     // ------------------------------------------------------------------ deferred ACKs (Responder.ackRequested)
 
     /**
@@ -313,6 +312,7 @@ public final class SoftFabric implements AutoCloseable {
         }
     }
 
+    /** Stops the timer agent. Devices stay usable for closing their objects. */
     @Override
     public void close() {
         closed = true;
