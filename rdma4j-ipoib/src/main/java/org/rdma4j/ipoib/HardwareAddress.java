@@ -19,6 +19,11 @@ import org.rdma4j.verbs.Gid;
 public record HardwareAddress(int flags, int qpn, Gid gid) {
     /** Length on the wire. */
     public static final int BYTES = 20;
+    /**
+     * RFC 4755 section 5: the top bit of the flags octet, "connected mode supported" (Linux {@code IPOIB_FLAGS_RC}):
+     * the interface accepts RC connections (the CM service of its UD QPN).
+     */
+    public static final int FLAG_RC = 0x80;
     private static final ValueLayout.OfInt INT_BE = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
     private static final ValueLayout.OfLong LONG_BE = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
 

@@ -8,6 +8,9 @@ import java.lang.foreign.ValueLayout;
 import java.net.Inet4Address;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
+import org.rdma4j.libc.Errors;
+import org.rdma4j.libc.Libc;
+import org.rdma4j.libc.NativeFd;
 
 /**
  * A Linux TUN interface (Documentation/networking/tuntap.rst) opened through FFM: {@code /dev/net/tun},
@@ -39,15 +42,17 @@ public final class TunDevice implements PacketPort {
 
     private final Arena arena = Arena.ofShared();
     private final int fd;
+    /** The descriptor's use count: close waits for a reader or writer inside a call (bounded by its timeout). */
+    private final NativeFd handle;
     private final String name;
-    private final MemorySegment readState = Native.newCallState(arena);
-    private final MemorySegment writeState = Native.newCallState(arena);
-    private final MemorySegment controlState = Native.newCallState(arena);
+    private final MemorySegment readState = Libc.newCallState(arena);
+    private final MemorySegment writeState = Libc.newCallState(arena);
+    private final MemorySegment controlState = Libc.newCallState(arena);
     private final MemorySegment pollFd = arena.allocate(8, 8);
-    private volatile boolean closed;
 
     private TunDevice(int fd, String name) {
         this.fd = fd;
+        this.handle = new NativeFd(fd);
         this.name = name;
     }
 
@@ -64,18 +69,18 @@ public final class TunDevice implements PacketPort {
             throw new IllegalArgumentException("interface name '" + requestedName + "' is longer than 15 characters");
         }
         try (Arena tmp = Arena.ofConfined()) {
-            MemorySegment st = Native.newCallState(tmp);
-            int fd = Native.open(st, tmp.allocateFrom("/dev/net/tun"), Native.O_RDWR | Native.O_NONBLOCK | Native.O_CLOEXEC);
+            MemorySegment st = Libc.newCallState(tmp);
+            int fd = Libc.open(st, tmp.allocateFrom("/dev/net/tun"), Libc.O_RDWR | Libc.O_NONBLOCK | Libc.O_CLOEXEC);
             if (fd < 0) {
-                throw new IOException("open(/dev/net/tun) failed: " + Native.describe(Native.errno(st))
+                throw new IOException("open(/dev/net/tun) failed: " + Errors.describe(Libc.errno(st))
                         + " (needs the tun module and root or CAP_NET_ADMIN)");
             }
             MemorySegment ifr = tmp.allocate(IFREQ_SIZE, 8);
             MemorySegment.copy(nameBytes, 0, ifr, ValueLayout.JAVA_BYTE, 0, nameBytes.length);
             ifr.set(ValueLayout.JAVA_SHORT, IFNAMSIZ, (short) (IFF_TUN | IFF_NO_PI));
-            if (Native.ioctl(st, fd, TUNSETIFF, ifr) != 0) {
-                IOException e = Native.error("ioctl(TUNSETIFF, " + requestedName + ")", st);
-                Native.close(st, fd);
+            if (Libc.ioctl(st, fd, TUNSETIFF, ifr) != 0) {
+                IOException e = Libc.error("ioctl(TUNSETIFF, " + requestedName + ")", st, "");
+                Libc.close(st, fd);
                 throw e;
             }
             return new TunDevice(fd, ifr.getString(0, StandardCharsets.US_ASCII));
@@ -102,10 +107,10 @@ public final class TunDevice implements PacketPort {
             throw new IllegalArgumentException("prefix length " + prefixLen);
         }
         try (Arena tmp = Arena.ofConfined()) {
-            MemorySegment st = Native.newCallState(tmp);
-            int s = Native.socket(st, Native.AF_INET, Native.SOCK_DGRAM | Native.SOCK_CLOEXEC, 0);
+            MemorySegment st = Libc.newCallState(tmp);
+            int s = Libc.socket(st, Libc.AF_INET, Libc.SOCK_DGRAM | Libc.SOCK_CLOEXEC, 0);
             if (s < 0) {
-                throw Native.error("socket(AF_INET)", st);
+                throw Libc.error("socket(AF_INET)", st, "");
             }
             try {
                 MemorySegment ifr = ifreq(tmp);
@@ -124,7 +129,7 @@ public final class TunDevice implements PacketPort {
                 ifr.set(ValueLayout.JAVA_SHORT, IFNAMSIZ, (short) (flags | IFF_UP | IFF_RUNNING));
                 ioctl(tmp, st, s, SIOCSIFFLAGS, ifr, "SIOCSIFFLAGS up");
             } finally {
-                Native.close(st, s);
+                Libc.close(st, s);
             }
         }
     }
@@ -137,15 +142,15 @@ public final class TunDevice implements PacketPort {
     }
 
     private static void sockaddrIn(MemorySegment ifr, byte[] addr) {
-        ifr.set(ValueLayout.JAVA_SHORT, IFNAMSIZ, (short) Native.AF_INET); // sin_family, host order
+        ifr.set(ValueLayout.JAVA_SHORT, IFNAMSIZ, (short) Libc.AF_INET); // sin_family, host order
         ifr.set(SHORT_BE, IFNAMSIZ + 2, (short) 0);
         MemorySegment.copy(addr, 0, ifr, ValueLayout.JAVA_BYTE, IFNAMSIZ + 4, 4);
     }
 
     private static void ioctl(Arena tmp, MemorySegment st, int s, long req, MemorySegment ifr, String what)
             throws IOException {
-        if (Native.ioctl(st, s, req, ifr) != 0) {
-            throw Native.error("ioctl(" + what + ")", st);
+        if (Libc.ioctl(st, s, req, ifr) != 0) {
+            throw Libc.error("ioctl(" + what + ")", st, "");
         }
     }
 
@@ -159,31 +164,39 @@ public final class TunDevice implements PacketPort {
      */
     @Override
     public int read(MemorySegment into, int timeoutMs) throws IOException {
-        if (closed) {
+        if (!handle.tryEnter()) {
             return -1;
         }
-        long n = Native.read(readState, fd, into, into.byteSize());
+        try {
+            return readEntered(into, timeoutMs);
+        } finally {
+            handle.exit();
+        }
+    }
+
+    private int readEntered(MemorySegment into, int timeoutMs) throws IOException {
+        long n = Libc.read(readState, fd, into, into.byteSize());
         if (n >= 0) {
             return (int) n;
         }
-        int e = Native.errno(readState);
-        if (e != Native.EAGAIN && e != Native.EINTR) {
-            if (closed) {
+        int e = Libc.errno(readState);
+        if (e != Errors.EAGAIN && e != Errors.EINTR) {
+            if (handle.isClosed()) {
                 return -1;
             }
-            throw new IOException("read(" + name + ") failed: " + Native.describe(e));
+            throw new IOException("read(" + name + ") failed: " + Errors.describe(e));
         }
         if (timeoutMs == 0) {
             return 0;
         }
         pollFd.set(ValueLayout.JAVA_INT, 0, fd);
-        pollFd.set(ValueLayout.JAVA_SHORT, 4, Native.POLLIN);
+        pollFd.set(ValueLayout.JAVA_SHORT, 4, Libc.POLLIN);
         pollFd.set(ValueLayout.JAVA_SHORT, 6, (short) 0);
-        int r = Native.poll(readState, pollFd, 1, timeoutMs);
-        if (r <= 0 || closed) {
-            return closed ? -1 : 0;
+        int r = Libc.poll(readState, pollFd, 1, timeoutMs);
+        if (r <= 0 || handle.isClosed()) {
+            return handle.isClosed() ? -1 : 0;
         }
-        n = Native.read(readState, fd, into, into.byteSize());
+        n = Libc.read(readState, fd, into, into.byteSize());
         return n < 0 ? 0 : (int) n;
     }
 
@@ -198,21 +211,12 @@ public final class TunDevice implements PacketPort {
      */
     @Override
     public boolean write(MemorySegment packet, int length) throws IOException {
-        if (closed) {
-            return false;
-        }
-        if (length < 0 || length > packet.byteSize()) {
-            throw new IndexOutOfBoundsException("length " + length + " outside a " + packet.byteSize() + "-byte segment");
-        }
         return write(writeState, packet, length);
     }
 
     /** As {@link #write}, with its own call state, for a second writer thread (one at a time). */
     @Override
     public synchronized boolean writeControl(MemorySegment packet, int length) throws IOException {
-        if (closed) {
-            return false;
-        }
         return write(controlState, packet, length);
     }
 
@@ -220,34 +224,40 @@ public final class TunDevice implements PacketPort {
         if (length < 0 || length > packet.byteSize()) {
             throw new IndexOutOfBoundsException("length " + length + " outside a " + packet.byteSize() + "-byte segment");
         }
-        long n = Native.write(state, fd, packet, length);
+        if (!handle.tryEnter()) {
+            return false;
+        }
+        long n;
+        try {
+            n = Libc.write(state, fd, packet, length);
+        } finally {
+            handle.exit();
+        }
         if (n == length) {
             return true;
         }
         if (n < 0) {
-            int e = Native.errno(state);
-            if (e == Native.EAGAIN || e == Native.EINTR) {
+            int e = Libc.errno(state);
+            if (e == Errors.EAGAIN || e == Errors.EINTR) {
                 return false;
             }
-            if (e == 22) {
+            if (e == Errors.EINVAL) {
                 return false; // EINVAL: the kernel refused the packet as malformed; counted by the caller
             }
-            throw new IOException("write(" + name + ") failed: " + Native.describe(e));
+            throw new IOException("write(" + name + ") failed: " + Errors.describe(e));
         }
         return false;
     }
 
-    /** Closes the descriptor; the interface disappears with it. */
+    /**
+     * Closes the descriptor (the interface disappears with it) once a reader or writer inside a call has
+     * returned: a reader waits at most its poll timeout, so close waits no longer than that.
+     */
     @Override
-    public synchronized void close() {
-        if (closed) {
-            return;
+    public void close() {
+        if (handle.close(null, NativeFd.DEFAULT_CLOSE_WAIT_NS)) {
+            arena.close();
         }
-        closed = true;
-        try (Arena tmp = Arena.ofConfined()) {
-            Native.close(Native.newCallState(tmp), fd);
-        }
-        arena.close(); // a reader still inside read() gets IllegalStateException, never freed memory
     }
 
     @Override

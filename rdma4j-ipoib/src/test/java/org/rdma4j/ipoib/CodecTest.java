@@ -148,4 +148,28 @@ class CodecTest {
         s.set(ValueLayout.JAVA_BYTE, 3, (byte) 1);
         assertEquals(CmMessage.Verdict.RESERVED, m.read(s, 0, CmMessage.BYTES));
     }
+
+    @Test
+    void fragmentationNeededQuotesHeaderAndEightBytes() {
+        // a 9000-byte TCP segment with DF from 10.200.0.1 to 10.200.0.2 (its first 28 bytes), answered with next-hop
+        // MTU 2044: an IPv4 header from .2 to .1 (protocol 1, TTL 64, no DF), type 3 code 4, both checksums right
+        MemorySegment in = MemorySegment.ofArray(HEX.parseHex("ffff"
+                + "45002328123440004006f0090ac800010ac80002" + "0102030405060708"));
+        try (Arena arena = Arena.ofConfined()) {
+            IcmpTooBig icmp = new IcmpTooBig(arena);
+            int n = icmp.build(in, 2, 9000, 2044);
+            assertEquals(56, n);
+            assertEquals("4500003800000000400165330ac800020ac80001" + "0304e4eb000007fc"
+                    + "45002328123440004006f0090ac800010ac80002" + "0102030405060708",
+                    HEX.formatHex(bytes(icmp.message(), 0, n)));
+            // none about a non-initial fragment (RFC 1122 3.2.2) or an ICMP error message
+            in.set(ValueLayout.JAVA_BYTE, 2 + 7, (byte) 1);
+            assertEquals(0, icmp.build(in, 2, 9000, 2044));
+            MemorySegment err = MemorySegment.ofArray(HEX.parseHex(
+                    "45000038123440004001f0090ac800010ac80002" + "0304000000000000"));
+            assertEquals(0, icmp.build(err, 0, 1500, 1400));
+            err.set(ValueLayout.JAVA_BYTE, 20, (byte) 8); // an echo request does get one
+            assertEquals(56, icmp.build(err, 0, 1500, 1400));
+        }
+    }
 }

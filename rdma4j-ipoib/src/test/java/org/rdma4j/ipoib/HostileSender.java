@@ -201,7 +201,7 @@ public final class HostileSender {
     static void announceMuteConnectedNeighbour(Context ctx, Gid target, int targetQpn, int ownIp, int targetIp) {
         try (Arena arena = Arena.ofShared()) {
             Host h = new Host(ctx, arena, target);
-            HardwareAddress me = new HardwareAddress(IpoibInterface.FLAG_RC, h.qp.qpNum(), ctx.queryGid(1, 0));
+            HardwareAddress me = new HardwareAddress(HardwareAddress.FLAG_RC, h.qp.qpNum(), ctx.queryGid(1, 0));
             Ipoib.writeHeader(h.mr.segment(), 0, Ipoib.TYPE_ARP);
             new ArpPacket().wrap(h.mr.segment(), 4).write(ArpPacket.OP_REQUEST, me, ownIp, null, targetIp);
             h.send(0, 4 + ArpPacket.BYTES, targetQpn);

@@ -124,7 +124,7 @@ class IpoibConnectedInProcessTest {
     void connectsAfterResolutionAndCarries64KiBPacketsAsSingleRcMessages() throws Exception {
         start(IpoibInterface.Mode.CONNECTED);
         assertEquals(65520, a.mtu(), "Linux IPOIB_CM_MTU");
-        assertEquals(IpoibInterface.FLAG_RC, a.hardwareAddress().flags(), "RFC 4755: the address offers connections");
+        assertEquals(HardwareAddress.FLAG_RC, a.hardwareAddress().flags(), "RFC 4755: the address offers connections");
         carry(portA, portB, ipv4(IP_A, IP_B, 1000, 1)); // resolved by ARP, sent as a datagram
         await(() -> a.neighbourLines().contains("10.200.0.2 reachable lladdr " + b.hardwareAddress() + " connected"),
                 "A connected to B");
@@ -169,8 +169,8 @@ class IpoibConnectedInProcessTest {
                 "from the destination");
         assertArrayEquals(java.util.Arrays.copyOfRange(big, 0, 28), java.util.Arrays.copyOfRange(icmp, 28, 56),
                 "quotes the header and 8 bytes");
-        assertEquals(0, IpoibInterface.checksum(java.lang.foreign.MemorySegment.ofArray(icmp), 0, 20), "IP checksum");
-        assertEquals(0, IpoibInterface.checksum(java.lang.foreign.MemorySegment.ofArray(icmp), 20, 36), "ICMP checksum");
+        assertEquals(0, org.rdma4j.wire.InternetChecksum.compute(java.lang.foreign.MemorySegment.ofArray(icmp), 0, 20), "IP checksum");
+        assertEquals(0, org.rdma4j.wire.InternetChecksum.compute(java.lang.foreign.MemorySegment.ofArray(icmp), 20, 36), "ICMP checksum");
         assertEquals(1, a.counter(IpoibCounter.TX_DROP_TOO_BIG));
     }
 

@@ -10,6 +10,8 @@ import java.nio.channels.ClosedChannelException;
 import java.util.ArrayList;
 import java.util.List;
 
+import org.rdma4j.libc.Errors;
+import org.rdma4j.libc.NativeIOException;
 import org.rdma4j.verbs.Errno;
 import org.rdma4j.verbs.Gid;
 import org.rdma4j.verbs.VerbsException;
@@ -24,7 +26,6 @@ import org.rdma4j.wire.RocePacket;
 import org.rdma4j.wire.RoceParser;
 import org.rdma4j.wire.RoceStatus;
 import org.rdma4j.wire.net.DatagramBatch;
-import org.rdma4j.wire.net.NativeIOException;
 import org.rdma4j.wire.net.SockAddr;
 import org.rdma4j.wire.net.UdpSocket;
 
@@ -94,8 +95,6 @@ final class RoceLink implements Link {
     private static final int TX_RUNS = 64;
     /** UDP GSO's limit: the IPv4 total length is 16 bits (ip_append_data); stay below 64 KiB for both families. */
     private static final int GSO_MAX_BYTES = 65_000;
-    private static final int EIO = 5;
-    private static final int EINVAL = 22;
     private final Arena arena = Arena.ofShared();
     private final MemorySegment txBuf = arena.allocate(TX_BYTES + SLOT_BYTES, 64);
     private final DatagramBatch txBatch = new DatagramBatch(TX_RUNS, 1);
@@ -626,7 +625,7 @@ final class RoceLink implements Link {
                 }
                 i += sent;
             } catch (NativeIOException e) {
-                if (runCount[i] > 1 && (e.errno() == EINVAL || e.errno() == EIO)) {
+                if (runCount[i] > 1 && (e.errno() == Errors.EINVAL || e.errno() == Errors.EIO)) {
                     // The kernel refused the GSO send (udp_send_skb: e.g. no checksum offload on the route):
                     // count it, stop asking on this socket, and send the run's packets one by one.
                     device.count(SoftCounter.ROCE_GSO_REFUSED);

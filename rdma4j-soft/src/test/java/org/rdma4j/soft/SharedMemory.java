@@ -4,14 +4,11 @@ package org.rdma4j.soft;
 import java.io.IOException;
 import java.io.RandomAccessFile;
 import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.SymbolLookup;
-import java.lang.foreign.ValueLayout;
-import java.lang.invoke.MethodHandle;
 import java.nio.file.Path;
 import java.util.concurrent.ThreadLocalRandom;
+import org.rdma4j.libc.Errors;
+import org.rdma4j.libc.Libc;
 
 /**
  * A file in {@code /dev/shm} mapped {@code MAP_SHARED} at the same virtual address in the test JVM and
@@ -23,24 +20,6 @@ import java.util.concurrent.ThreadLocalRandom;
  * with EEXIST, never replacing a mapping; a caller whose address is taken tries another.
  */
 final class SharedMemory implements AutoCloseable {
-    private static final int PROT_READ_WRITE = 0x1 | 0x2;
-    private static final int MAP_SHARED = 0x01;
-    private static final int MAP_FIXED_NOREPLACE = 0x100000;
-    private static final int O_RDWR = 0x2;
-    private static final long MAP_FAILED = -1L;
-
-    private static final Linker LINKER = Linker.nativeLinker();
-    private static final SymbolLookup LIBC = LINKER.defaultLookup();
-    private static final MethodHandle OPEN = LINKER.downcallHandle(LIBC.find("open").orElseThrow(),
-            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
-    private static final MethodHandle CLOSE = LINKER.downcallHandle(LIBC.find("close").orElseThrow(),
-            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
-    private static final MethodHandle MMAP = LINKER.downcallHandle(LIBC.find("mmap").orElseThrow(),
-            FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
-                    ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG));
-    private static final MethodHandle MUNMAP = LINKER.downcallHandle(LIBC.find("munmap").orElseThrow(),
-            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG));
-
     private final Path file;
     private final long base;
     private final long size;
@@ -89,33 +68,27 @@ final class SharedMemory implements AutoCloseable {
      * @return the mapping, or null when something else is mapped there
      */
     static SharedMemory mapAt(Path file, long size, long address) {
-        int fd;
         try (Arena a = Arena.ofConfined()) {
-            fd = (int) OPEN.invokeExact(a.allocateFrom(file.toString()), O_RDWR);
-        } catch (Throwable t) {
-            throw new IllegalStateException("open " + file, t);
-        }
-        if (fd < 0) {
-            throw new IllegalStateException("cannot open the shared-memory file " + file);
-        }
-        try {
-            long p = (long) MMAP.invokeExact(address, size, PROT_READ_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0L);
-            if (p == MAP_FAILED) {
-                return null;
+            MemorySegment st = Libc.newCallState(a);
+            int fd = Libc.open(st, a.allocateFrom(file.toString()), Libc.O_RDWR | Libc.O_CLOEXEC);
+            if (fd < 0) {
+                throw new IllegalStateException("cannot open the shared-memory file " + file + ": "
+                        + Errors.describe(Libc.errno(st)));
             }
-            if (p != address) {
-                // A kernel older than 4.17 takes the flag as a hint only.
-                int ignored = (int) MUNMAP.invokeExact(p, size);
-                return null;
-            }
-            return new SharedMemory(file, address, size);
-        } catch (Throwable t) {
-            throw new IllegalStateException("mmap " + file, t);
-        } finally {
             try {
-                int ignored = (int) CLOSE.invokeExact(fd);
-            } catch (Throwable t) {
-                // the mapping stays valid without the descriptor
+                long p = Libc.mmap(st, address, size, Libc.PROT_READ_WRITE, Libc.MAP_SHARED | Libc.MAP_FIXED_NOREPLACE,
+                        fd, 0L);
+                if (p == Libc.MAP_FAILED) {
+                    return null;
+                }
+                if (p != address) {
+                    // A kernel older than 4.17 takes the flag as a hint only.
+                    Libc.munmap(st, p, size);
+                    return null;
+                }
+                return new SharedMemory(file, address, size);
+            } finally {
+                Libc.close(st, fd); // the mapping stays valid without the descriptor
             }
         }
     }
@@ -189,10 +162,11 @@ final class SharedMemory implements AutoCloseable {
             return;
         }
         closed = true;
-        try {
-            int ignored = (int) MUNMAP.invokeExact(base, size);
-        } catch (Throwable t) {
-            throw new IllegalStateException("munmap", t);
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment st = Libc.newCallState(a);
+            if (Libc.munmap(st, base, size) != 0) {
+                throw new IllegalStateException("munmap: " + Errors.describe(Libc.errno(st)));
+            }
         }
     }
 

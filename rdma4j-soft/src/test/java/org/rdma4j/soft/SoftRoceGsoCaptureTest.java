@@ -6,11 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.lang.invoke.MethodHandle;
 import java.net.InetAddress;
 import java.util.ArrayList;
 import java.util.List;
@@ -20,6 +17,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.rdma4j.common.ManualClock;
+import org.rdma4j.libc.Libc;
 import org.rdma4j.verbs.AccessFlag;
 import org.rdma4j.verbs.AhAttributes;
 import org.rdma4j.verbs.CompletionQueue;
@@ -349,34 +347,30 @@ class SoftRoceGsoCaptureTest {
         return p.exitValue();
     }
 
-    // setns(2) for this thread only (CLONE_NEWNET), through FFM
-    private static final Linker LINKER = Linker.nativeLinker();
-    private static final MethodHandle OPEN = LINKER.downcallHandle(LINKER.defaultLookup().find("open").orElseThrow(),
-            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
-    private static final MethodHandle SETNS = LINKER.downcallHandle(LINKER.defaultLookup().find("setns").orElseThrow(),
-            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
-    private static final MethodHandle CLOSE = LINKER.downcallHandle(LINKER.defaultLookup().find("close").orElseThrow(),
-            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
-    private static final int O_RDONLY_CLOEXEC = 0x80000;
-    private static final int CLONE_NEWNET = 0x40000000;
-
-    private static int nsOpen(String path) throws Throwable {
+    // setns(2) for this thread only (CLONE_NEWNET)
+    private static int nsOpen(String path) throws IOException {
         try (Arena ar = Arena.ofConfined()) {
-            int fd = (int) OPEN.invokeExact(ar.allocateFrom(path), O_RDONLY_CLOEXEC);
+            MemorySegment st = Libc.newCallState(ar);
+            int fd = Libc.open(st, ar.allocateFrom(path), Libc.O_CLOEXEC);
             if (fd < 0) {
-                throw new IOException("open " + path + " failed");
+                throw Libc.error("open", st, path);
             }
             return fd;
         }
     }
 
-    private static void setns(int fd) throws Throwable {
-        if ((int) SETNS.invokeExact(fd, CLONE_NEWNET) != 0) {
-            throw new IOException("setns(CLONE_NEWNET) failed");
+    private static void setns(int fd) throws IOException {
+        try (Arena ar = Arena.ofConfined()) {
+            MemorySegment st = Libc.newCallState(ar);
+            if (Libc.setns(st, fd, Libc.CLONE_NEWNET) != 0) {
+                throw Libc.error("setns(CLONE_NEWNET)", st, "");
+            }
         }
     }
 
-    private static void nsClose(int fd) throws Throwable {
-        int ignored = (int) CLOSE.invokeExact(fd);
+    private static void nsClose(int fd) {
+        try (Arena ar = Arena.ofConfined()) {
+            Libc.close(Libc.newCallState(ar), fd);
+        }
     }
 }

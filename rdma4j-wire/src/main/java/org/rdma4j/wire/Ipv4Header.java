@@ -242,17 +242,8 @@ public final class Ipv4Header {
      * @return the checksum the header should carry
      */
     public int computeChecksum() {
-        int words = Math.max(ihl(), 5) * 2;
-        int sum = 0;
-        for (int i = 0; i < words; i++) {
-            if (i != 5) {
-                sum += Be.u16(seg, off + 2L * i);
-            }
-        }
-        while ((sum >>> 16) != 0) {
-            sum = (sum & 0xFFFF) + (sum >>> 16);
-        }
-        return ~sum & 0xFFFF;
+        int len = Math.max(ihl(), 5) * 4;
+        return InternetChecksum.fold(InternetChecksum.sum(seg, off, 10) + InternetChecksum.sum(seg, off + 12, len - 12));
     }
 
     /**

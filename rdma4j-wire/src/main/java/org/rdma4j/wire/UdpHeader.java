@@ -123,17 +123,8 @@ public final class UdpHeader {
         }
         sum += Ipv4Header.PROTO_UDP + len;
         sum += sourcePort() + destinationPort() + len;
-        int n = len - LENGTH;
-        for (int i = 0; i + 1 < n; i += 2) {
-            sum += Be.u16(payload, payloadOff + i);
-        }
-        if ((n & 1) != 0) {
-            sum += Be.u8(payload, payloadOff + n - 1) << 8;
-        }
-        while ((sum >>> 16) != 0) {
-            sum = (sum & 0xFFFF) + (sum >>> 16);
-        }
-        int c = (int) ~sum & 0xFFFF;
+        sum += InternetChecksum.sum(payload, payloadOff, len - LENGTH);
+        int c = InternetChecksum.fold(sum);
         return c == 0 ? 0xFFFF : c;
     }
 

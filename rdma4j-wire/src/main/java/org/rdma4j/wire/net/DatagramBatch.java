@@ -4,6 +4,7 @@ package org.rdma4j.wire.net;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import org.rdma4j.libc.Libc;
 
 /**
  * A reusable set of datagram slots for {@link UdpSocket#sendBatch} and

@@ -7,7 +7,9 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import java.nio.channels.ClosedChannelException;
-import java.util.concurrent.atomic.AtomicBoolean;
+import org.rdma4j.libc.Errors;
+import org.rdma4j.libc.Libc;
+import org.rdma4j.libc.NativeFd;
 
 /**
  * A raw IPv4 socket (needs CAP_NET_RAW) in one of two roles:
@@ -25,7 +27,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * </ul>
  * The sending side pairs with a {@link UdpSocket} bound to the same address and port: the kernel
  * then delivers the answers to that socket, and does not send ICMP port-unreachable for them.
- * Not thread-safe apart from {@link #close()}.
+ * One thread at a time may send or receive; {@link #close()} may be called from any thread, also while
+ * another is inside {@link #receive}: it wakes that thread and closes the descriptor only after it
+ * has returned ({@link NativeFd}).
  */
 public final class RawIpv4Socket implements AutoCloseable {
     /** IPv4 header (20, no options) + UDP header (8). */
@@ -42,10 +46,11 @@ public final class RawIpv4Socket implements AutoCloseable {
     private final MemorySegment msg;
     private final SockAddr dst = new SockAddr();
     private final MemorySegment pollFd;
-    private final AtomicBoolean closed = new AtomicBoolean();
+    private final NativeFd handle;
 
     private RawIpv4Socket(int fd, boolean sender) {
         this.fd = fd;
+        this.handle = new NativeFd(fd);
         this.sender = sender;
         this.state = Libc.newCallState(arena);
         this.header = arena.allocate(HEADER_BYTES, 8);
@@ -99,8 +104,13 @@ public final class RawIpv4Socket implements AutoCloseable {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment v = a.allocate(ValueLayout.JAVA_INT);
             v.set(ValueLayout.JAVA_INT, 0, bytes);
-            if (Libc.setsockopt(state, fd, Libc.SOL_SOCKET, Libc.SO_RCVBUFFORCE, v, 4) != 0) {
-                throw Libc.error("setsockopt(SO_RCVBUFFORCE)", state, "");
+            handle.enter();
+            try {
+                if (Libc.setsockopt(state, fd, Libc.SOL_SOCKET, Libc.SO_RCVBUFFORCE, v, 4) != 0) {
+                    throw Libc.error("setsockopt(SO_RCVBUFFORCE)", state, "");
+                }
+            } finally {
+                handle.exit();
             }
         }
     }
@@ -137,9 +147,16 @@ public final class RawIpv4Socket implements AutoCloseable {
         if (udpLen + 20 > 0xFFFF) {
             throw new IllegalArgumentException("payload of " + payload.byteSize() + " B does not fit an IPv4 datagram");
         }
-        if (closed.get()) {
-            throw new ClosedChannelException();
+        handle.enter();
+        try {
+            return writeHeadersAndSend(srcIp, srcPort, dst, ipId, tos, ttl, payload, udpLen);
+        } finally {
+            handle.exit();
         }
+    }
+
+    private int writeHeadersAndSend(int srcIp, int srcPort, SockAddr dst, int ipId, int tos, int ttl, MemorySegment payload,
+            long udpLen) throws IOException {
         header.set(ValueLayout.JAVA_BYTE, 0, (byte) 0x45);
         header.set(ValueLayout.JAVA_BYTE, 1, (byte) tos);
         header.set(BE16, 2, (short) (20 + udpLen));
@@ -162,7 +179,7 @@ public final class RawIpv4Socket implements AutoCloseable {
             if (n >= 0) {
                 return (int) n;
             }
-            if (Libc.errno(state) != Libc.EINTR) {
+            if (Libc.errno(state) != Errors.EINTR) {
                 throw Libc.error("sendmsg(raw IPv4)", state, dst.toString());
             }
         }
@@ -181,15 +198,24 @@ public final class RawIpv4Socket implements AutoCloseable {
         if (sender) {
             throw new IllegalStateException("an IPPROTO_RAW socket receives nothing");
         }
-        if (closed.get()) {
-            throw new ClosedChannelException();
+        handle.enter();
+        try {
+            return pollAndReceive(into, (int) Math.min(timeoutMillis, Integer.MAX_VALUE));
+        } finally {
+            handle.exit();
         }
+    }
+
+    private int pollAndReceive(MemorySegment into, int timeoutMillis) throws IOException {
         pollFd.set(ValueLayout.JAVA_INT, 0, fd);
         pollFd.set(ValueLayout.JAVA_SHORT, 4, Libc.POLLIN);
         pollFd.set(ValueLayout.JAVA_SHORT, 6, (short) 0);
-        int p = Libc.poll(state, pollFd, 1, (int) Math.min(timeoutMillis, Integer.MAX_VALUE));
-        if (p < 0 && Libc.errno(state) != Libc.EINTR) {
+        int p = Libc.poll(state, pollFd, 1, timeoutMillis);
+        if (p < 0 && Libc.errno(state) != Errors.EINTR) {
             throw Libc.error("poll", state, "");
+        }
+        if (handle.isClosed()) {
+            throw new ClosedChannelException(); // woken by close()'s shutdown
         }
         if (p <= 0) {
             return -1;
@@ -198,7 +224,7 @@ public final class RawIpv4Socket implements AutoCloseable {
                 MemorySegment.NULL, MemorySegment.NULL);
         if (n < 0) {
             int e = Libc.errno(state);
-            if (e == Libc.EAGAIN || e == Libc.EINTR) {
+            if (e == Errors.EAGAIN || e == Errors.EINTR) {
                 return -1;
             }
             throw Libc.error("recvfrom(raw IPv4)", state, "");
@@ -206,11 +232,14 @@ public final class RawIpv4Socket implements AutoCloseable {
         return (int) n;
     }
 
-    /** Closes the socket. Idempotent; do not call while another thread is in a method of this socket. */
+    /**
+     * Closes the socket: wakes a thread waiting in {@link #receive} (shutdown), waits for it to return,
+     * then closes the descriptor. Idempotent.
+     */
     @Override
     public void close() {
-        if (closed.compareAndSet(false, true)) {
-            Libc.close(state, fd);
+        MemorySegment st = Libc.newCallState(Arena.ofAuto());
+        if (handle.close(n -> Libc.shutdown(st, n, Libc.SHUT_RDWR), NativeFd.DEFAULT_CLOSE_WAIT_NS)) {
             arena.close();
         }
     }

@@ -10,6 +10,7 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
 import java.nio.ByteOrder;
+import org.rdma4j.libc.Libc;
 
 /**
  * A mutable IPv4 or IPv6 socket address held in native memory as a {@code sockaddr_in} /

@@ -7,7 +7,9 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
 import java.nio.channels.ClosedChannelException;
-import java.util.concurrent.atomic.AtomicInteger;
+import org.rdma4j.libc.Errors;
+import org.rdma4j.libc.Libc;
+import org.rdma4j.libc.NativeFd;
 import org.rdma4j.wire.Roce;
 
 /**
@@ -37,10 +39,9 @@ import org.rdma4j.wire.Roce;
  * number is never used after the kernel could reuse it.
  */
 public final class UdpSocket implements AutoCloseable {
-    private static final int CLOSED = Integer.MIN_VALUE;
-    private static final long CLOSE_WAIT_NS = 10_000_000_000L;
-
     private final int fd;
+    /** The descriptor's use count: it is closed only after every call in progress has returned. */
+    private final NativeFd handle;
     private final boolean ipv6;
     private final SockAddr local;
     private final Arena arena = Arena.ofShared();
@@ -51,13 +52,12 @@ public final class UdpSocket implements AutoCloseable {
     private final MemorySegment addrLen;
     private final MemorySegment pollFd;
     private final MemorySegment optVal;
-    /** Calls in progress; the sign bit is set once {@link #close()} started. */
-    private final AtomicInteger users = new AtomicInteger();
     private volatile boolean blocking = true;
     private volatile boolean dontFragment;
 
     private UdpSocket(int fd, boolean ipv6, MemorySegment st) {
         this.fd = fd;
+        this.handle = new NativeFd(fd);
         this.ipv6 = ipv6;
         this.sendState = Libc.newCallState(arena);
         this.recvState = Libc.newCallState(arena);
@@ -519,10 +519,10 @@ public final class UdpSocket implements AutoCloseable {
                     return (int) n;
                 }
                 int e = Libc.errno(sendState);
-                if (e == Libc.EAGAIN) {
+                if (e == Errors.EAGAIN) {
                     return -1;
                 }
-                if (e != Libc.EINTR) {
+                if (e != Errors.EINTR) {
                     throw Libc.error("sendto", sendState, to.toString());
                 }
             }
@@ -549,16 +549,16 @@ public final class UdpSocket implements AutoCloseable {
                 addrLen.set(ValueLayout.JAVA_INT, 0, Libc.SOCKADDR_SIZE);
                 long n = Libc.recvfrom(recvState, fd, into, into.byteSize(), Libc.MSG_TRUNC, from.seg, addrLen);
                 if (n >= 0) {
-                    if (n == 0 && users.get() < 0) {
+                    if (n == 0 && handle.isClosed()) {
                         throw new ClosedChannelException(); // woken by close()'s shutdown
                     }
                     return (int) n;
                 }
                 int e = Libc.errno(recvState);
-                if (e == Libc.EAGAIN) {
+                if (e == Errors.EAGAIN) {
                     return -1;
                 }
-                if (e != Libc.EINTR) {
+                if (e != Errors.EINTR) {
                     throw Libc.error("recvfrom", recvState, "");
                 }
             }
@@ -608,10 +608,10 @@ public final class UdpSocket implements AutoCloseable {
                     return n;
                 }
                 int e = Libc.errno(sendState);
-                if (e == Libc.EAGAIN) {
+                if (e == Errors.EAGAIN) {
                     return 0;
                 }
-                if (e != Libc.EINTR) {
+                if (e != Errors.EINTR) {
                     throw Libc.error("sendmmsg", sendState, batch.address(first).toString());
                 }
             }
@@ -658,16 +658,16 @@ public final class UdpSocket implements AutoCloseable {
                 int n = Libc.recvmmsg(recvState, fd, batch.msgs, cap, flags, MemorySegment.NULL);
                 if (n >= 0) {
                     batch.completeReceive(n);
-                    if (users.get() < 0 && (n == 0 || batch.length(0) == 0)) {
+                    if (handle.isClosed() && (n == 0 || batch.length(0) == 0)) {
                         throw new ClosedChannelException();
                     }
                     return n;
                 }
                 int e = Libc.errno(recvState);
-                if (e == Libc.EAGAIN) {
+                if (e == Errors.EAGAIN) {
                     return 0;
                 }
-                if (e != Libc.EINTR) {
+                if (e != Errors.EINTR) {
                     throw Libc.error("recvmmsg", recvState, "");
                 }
             }
@@ -696,12 +696,12 @@ public final class UdpSocket implements AutoCloseable {
             pollFd.set(ValueLayout.JAVA_SHORT, 6, (short) 0);
             int n = Libc.poll(recvState, pollFd, 1, ms);
             if (n < 0) {
-                if (Libc.errno(recvState) == Libc.EINTR) {
+                if (Libc.errno(recvState) == Errors.EINTR) {
                     return false;
                 }
                 throw Libc.error("poll", recvState, "");
             }
-            if (users.get() < 0) {
+            if (handle.isClosed()) {
                 throw new ClosedChannelException();
             }
             return n > 0 && (pollFd.get(ValueLayout.JAVA_SHORT, 6) & Libc.POLLIN) != 0;
@@ -723,52 +723,34 @@ public final class UdpSocket implements AutoCloseable {
     }
 
     private void enter() throws ClosedChannelException {
-        if (users.getAndIncrement() < 0) {
-            users.getAndDecrement();
-            throw new ClosedChannelException();
-        }
+        handle.enter();
     }
 
     private void exit() {
-        users.getAndDecrement();
+        handle.exit();
     }
 
     /** {@return true once {@link #close()} has been called} */
     public boolean isClosed() {
-        return users.get() < 0;
+        return handle.isClosed();
     }
 
     /**
      * Shuts the socket down (waking a blocked receive or poll), waits for calls in progress to
-     * return, then closes the descriptor. Idempotent.
+     * return, then closes the descriptor ({@link NativeFd}). Idempotent.
      */
     @Override
     public void close() {
-        int before;
-        do {
-            before = users.get();
-            if (before < 0) {
-                return;
-            }
-        } while (!users.compareAndSet(before, before + CLOSED));
         MemorySegment st = Libc.newCallState(Arena.ofAuto());
         // ENOTCONN on an unconnected UDP socket is expected: the shutdown flag is still set and
-        // readers are still woken (inet_shutdown), which is all this is for.
-        Libc.shutdown(st, fd, Libc.SHUT_RDWR);
-        // Calls in progress return promptly now (receives see the shutdown, sends are not blocked
-        // long on UDP); wait for them so that close() never frees a descriptor still in use.
-        long deadline = System.nanoTime() + CLOSE_WAIT_NS;
-        while (users.get() != CLOSED) {
-            if (System.nanoTime() - deadline > 0) {
-                // A call is stuck in the kernel: closing now could let the descriptor number be
-                // reused under it, so leave the descriptor (and its scratch memory) to the process.
-                return;
-            }
-            Thread.onSpinWait();
-            Thread.yield();
+        // readers are still woken (inet_shutdown), which is all this is for. Calls in progress
+        // return promptly then (receives see the shutdown, sends are not blocked long on UDP).
+        boolean closed = handle.close(n -> Libc.shutdown(st, n, Libc.SHUT_RDWR), NativeFd.DEFAULT_CLOSE_WAIT_NS);
+        if (closed) {
+            arena.close();
         }
-        Libc.close(st, fd);
-        arena.close();
+        // else already closed, or a call is stuck in the kernel: then the descriptor and the scratch
+        // memory that call may touch are left to the process rather than freed under it
     }
 
     @Override

@@ -7,6 +7,7 @@
  * DF, traffic class, hop limit, zero-checksum IPv6 receive), {@link org.rdma4j.wire.net.RawIpv4Socket}
  * (IPv4 with an Identification field of our choosing) and {@link org.rdma4j.wire.net.Ipv4IdSolver}
  * (recovers the sender's IPv4 Identification from the ICRC). Why each exists is in docs/roce-udp.md.
- * Callers need {@code --enable-native-access=org.rdma4j.wire} (or ALL-UNNAMED on the class path).
+ * The libc calls are rdma4j-native's ({@code org.rdma4j.libc}); callers need
+ * {@code --enable-native-access=org.rdma4j.libc} (or ALL-UNNAMED on the class path).
  */
 package org.rdma4j.wire.net;

@@ -16,6 +16,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.rdma4j.libc.NativeIOException;
 
 /**
  * Captures what really goes on the wire (a raw IPPROTO_UDP socket sees every IPv4 UDP packet the
@@ -179,5 +180,31 @@ class Ipv4IdentificationTest {
                         "captured ID " + realId);
             }
         }
+    }
+
+    @Test
+    void closeWakesACaptureWaitingInReceive() throws Exception {
+        RawIpv4Socket c = capture;
+        capture = null; // closed here, not by close()
+        java.util.concurrent.CountDownLatch started = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CompletableFuture<Throwable> reader = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+            MemorySegment buf = Arena.ofAuto().allocate(70_000);
+            started.countDown();
+            try {
+                for (int i = 0; i < 1_000; i++) { // other UDP traffic of the host may arrive first
+                    c.receive(buf, 30_000);
+                }
+                return null;
+            } catch (IOException e) {
+                return e;
+            }
+        });
+        assertTrue(started.await(10, java.util.concurrent.TimeUnit.SECONDS));
+        long t0 = System.nanoTime();
+        c.close();
+        Throwable t = reader.get(10, java.util.concurrent.TimeUnit.SECONDS);
+        assertTrue(t instanceof java.nio.channels.ClosedChannelException, "receiver ended with " + t);
+        assertTrue(System.nanoTime() - t0 < 10_000_000_000L, "close returned without the 30 s poll timeout");
+        c.close(); // idempotent
     }
 }

@@ -4,6 +4,7 @@ package org.rdma4j.wire.net;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import org.rdma4j.libc.Libc;
 
 /**
  * Test-only raw IPv6 socket with protocol UDP: sends a UDP header and payload exactly as given

@@ -15,9 +15,11 @@ import java.net.InetAddress;
 import java.nio.channels.ClosedChannelException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
-import org.junit.jupiter.api.Test;
+import org.rdma4j.libc.Libc;
+import org.rdma4j.libc.NativeIOException;
 
 /** UdpSocket on loopback, IPv4 and IPv6: data path, addresses, modes, options and errors. */
 class UdpSocketTest {

@@ -15,6 +15,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.rdma4j.libc.NativeIOException;
 
 /**
  * rxe sends RoCEv2 over IPv6 with UDP checksum 0 ({@code prepare_udp_hdr}); Linux drops those unless

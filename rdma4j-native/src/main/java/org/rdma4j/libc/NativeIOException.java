@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-package org.rdma4j.wire.net;
+package org.rdma4j.libc;
 
 import java.io.IOException;
 
