@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 package org.rdma4j.soft;
 
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
 import org.rdma4j.common.Psn;
-import org.rdma4j.dma.DmaSpace;
 import org.rdma4j.verbs.QpState;
 import org.rdma4j.verbs.WcStatus;
 import org.rdma4j.verbs.WrOpcode;
@@ -20,27 +21,62 @@ final class Completer {
     int psn;
     int retryCnt;
     int rnrRetry;
+
     /**
-     * rxe comp.started_retry: a retry episode is under way, so a further implied or explicit NAK starts
-     * no second one until a response makes progress or the timer fires.
+     * Where go-back-N recovery stands (docs/roce.md, "Loss recovery"). rxe keeps one flag for this,
+     * comp.started_retry; {@link #resendFrom} and {@link #staleNaks} are what lets a sequence NAK start
+     * the next resend at once instead of leaving it to the retransmit timer.
      */
-    boolean startedRetry;
+    enum Recovery {
+        /** No resend under way: a sequence NAK, an implied NAK or the retransmit timer starts one. */
+        IDLE,
+        /**
+         * A resend from {@link #resendFrom} is under way (rxe started_retry set). A response that makes
+         * progress ends it; a sequence NAK past {@code resendFrom} starts the next one at once.
+         */
+        RESENDING
+    }
+
+    /** Why a retry episode starts; each is counted (COMPLETER_RETRY_ERR plus RETRY_TIMEOUTS or RETRY_NAKS). */
+    private enum Cause {
+        /** The retransmit timer expired with no response since it was armed. */
+        TIMEOUT,
+        /** A PSN sequence-error NAK. */
+        SEQ_NAK,
+        /** A response that reveals a lost READ response or atomic acknowledgement (rxe check_psn). */
+        IMPLIED_NAK
+    }
+
+    Recovery recovery = Recovery.IDLE;
+    /** PSN the current resend started at (comp.psn when it began); meaningful while RESENDING. */
+    int resendFrom;
+    /**
+     * Sequence NAKs at {@link #resendFrom} still expected as answers to AckReq packets sent before the
+     * current resend began (the responder repeats its NAK for each, {@link Responder}): they say nothing
+     * about the resend, so they are absorbed; one more means the resend's first packet was lost too.
+     */
+    int staleNaks;
+
+    /** An atomic's original value on its way to the requester's SGEs. */
+    private final MemorySegment orig = Arena.ofAuto().allocate(8, 8);
+    private final Sgl origSgl = new Sgl(1);
 
     Completer(SoftQp qp) {
         this.qp = qp;
+        origSgl.set(orig, 0, 8);
     }
 
     void reset() {
         psn = 0;
-        retryCnt = qp.retryCnt;
-        rnrRetry = qp.rnrRetry;
-        startedRetry = false;
+        resetRetryCounters();
     }
 
+    /** rxe reset_retry_counters: a response made progress, so the retry budget is whole again. */
     private void resetRetryCounters() {
         retryCnt = qp.retryCnt;
         rnrRetry = qp.rnrRetry;
-        startedRetry = false;
+        recovery = Recovery.IDLE;
+        staleNaks = 0;
     }
 
     /** {@return the oldest WQE the requester has started and not completed, or null} */
@@ -82,7 +118,7 @@ final class Completer {
                 if (w.state == SendWqe.PENDING) {
                     if (readOrAtomic) {
                         // A response beyond a read/atomic means its own response was lost.
-                        retry(false);
+                        retry(Cause.IMPLIED_NAK);
                         return;
                     }
                     // A coalesced ACK covers this SEND/WRITE: complete it and look at the next.
@@ -97,7 +133,12 @@ final class Completer {
                     return; // duplicate response
                 }
             } else if (diff > 0 && readOrAtomic) {
-                return; // response ahead of a read/atomic: dropped, the timer recovers
+                // A response past comp.psn inside a READ: the ones between were lost (a responder sends a
+                // READ's responses in order). rxe check_psn drops it and leaves the loss to the retransmit
+                // timer; we drop it too and ask again for the rest of the READ at once, as an implied NAK
+                // (one per episode, like the one beyond a read: docs/roce.md, "Loss recovery").
+                retry(Cause.IMPLIED_NAK);
+                return;
             }
             checkAck(p, w);
             return;
@@ -160,11 +201,10 @@ final class Completer {
                     return;
                 }
                 try {
-                    // The original value, in host order, into the local 8-byte buffer (rxe do_atomic).
-                    if (!w.sgl.access(0, 8, DmaSpace.WRITE)) {
-                        throw Sgl.FAULT;
-                    }
-                    w.sgl.seg[0].set(ValueLayout.JAVA_LONG_UNALIGNED, w.sgl.off[0], p.origValue);
+                    // The original value, in host order, into the first 8 bytes of the local SGEs, which may
+                    // be longer or split (rxe do_atomic: copy_data of 8 bytes).
+                    orig.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, p.origValue);
+                    Sgl.transfer(origSgl, 0, w.sgl, 0, 8);
                 } catch (IllegalStateException | IndexOutOfBoundsException e) {
                     error(w, WcStatus.LOC_PROT_ERR);
                     return;
@@ -214,16 +254,7 @@ final class Completer {
             }
             case Aeth.TYPE_NAK -> {
                 switch (syn) {
-                    case Aeth.NAK_PSN_SEQ_ERROR -> {
-                        qp.device.count(SoftCounter.RCV_SEQ_ERR);
-                        // The NAK acknowledges everything before its PSN (IBA 9.7.5.1.2; rxe check_ack sets
-                        // comp.psn). Earlier WQEs were completed by process(); the NAK's PSN lies in w,
-                        // and go-back-N resumes w there.
-                        if (Psn.compare(p.psn, psn) > 0 && !w.opcode.isReadOrAtomic()) {
-                            psn = p.psn;
-                        }
-                        retry(false);
-                    }
+                    case Aeth.NAK_PSN_SEQ_ERROR -> sequenceNak(p.psn, w);
                     case Aeth.NAK_INVALID_REQ -> error(w, WcStatus.REM_INV_REQ_ERR);
                     case Aeth.NAK_REM_ACC_ERR -> error(w, WcStatus.REM_ACCESS_ERR);
                     default -> error(w, WcStatus.REM_OP_ERR); // rxe maps REM_OP_ERR and unknown codes here
@@ -259,28 +290,57 @@ final class Completer {
         qp.moveToError();
     }
 
+    /**
+     * A PSN sequence-error NAK for w. The NAK acknowledges everything before its PSN (IBA 9.7.5.1.2;
+     * rxe check_ack sets comp.psn and counts rcvd_seq_err only then). Earlier WQEs were completed by
+     * process(); the NAK's PSN lies in w, and go-back-N resumes w there.
+     *
+     * <p>The recovery rule (docs/roce.md, "Loss recovery"): with no resend under way the NAK starts one,
+     * as in rxe. During a resend, rxe ignores every NAK until a response makes progress or the timer
+     * fires, so a second loss inside one resend of a long message waited for the retransmit timer. Here
+     * a NAK whose PSN is past the resend's start shows that the resend got that far and was lost again:
+     * that is progress (the retry budget is reset, as any progress resets it) and the next resend starts
+     * at once. A NAK at the resend's start is an answer to an AckReq packet sent before the resend
+     * ({@link #staleNaks} of them are expected and absorbed) or, beyond those, means the resend's first
+     * packet was lost too: then the next resend starts at once, and counts as a retry without progress.
+     */
+    private void sequenceNak(int nakPsn, SendWqe w) {
+        if (Psn.compare(nakPsn, psn) > 0 && !w.opcode.isReadOrAtomic()) {
+            qp.device.count(SoftCounter.RCV_SEQ_ERR);
+            psn = nakPsn;
+        }
+        if (recovery == Recovery.RESENDING) {
+            if (Psn.compare(psn, resendFrom) > 0) {
+                resetRetryCounters();
+            } else if (staleNaks > 0) {
+                staleNaks--;
+                return;
+            }
+        }
+        retry(Cause.SEQ_NAK);
+    }
+
     /** The retransmit timer expired with work outstanding. */
     void timeout() {
-        retry(true);
+        retry(Cause.TIMEOUT);
         qp.requester.run();
     }
 
     /**
-     * rxe COMPST_ERROR_RETRY: count a retry (7 = forever, as rxe does) or fail the WQE.
-     *
-     * @param timedOut the retransmit timer fired (rather than a NAK or a response beyond a read/atomic)
+     * rxe COMPST_ERROR_RETRY: count a retry (7 = forever, as rxe does) or fail the WQE, and start a
+     * resend from comp.psn.
      */
-    private void retry(boolean timedOut) {
+    private void retry(Cause cause) {
         SendWqe w = outstanding();
         if (w == null) {
             return;
         }
-        // rxe behaviour (rxe_completer, comp.started_retry): once a retry has started, NAKs and implied
-        // NAKs start no other until progress or a timeout. With many reads outstanding, every response
-        // of a later read is an implied NAK of the one with a gap; retrying on each re-sent all the
-        // reads again and rxe replayed every one of them, so 50 outstanding 64 KiB reads under 2% loss
-        // never completed.
-        if (startedRetry && !timedOut) {
+        // rxe behaviour (rxe_completer, comp.started_retry): once a retry has started, implied NAKs start
+        // no other until progress or a timeout. With many reads outstanding, every response of a later
+        // read is an implied NAK of the one with a gap; retrying on each re-sent all the reads again and
+        // rxe replayed every one of them, so 50 outstanding 64 KiB reads under 2% loss never completed.
+        // (Sequence NAKs reach this point only when sequenceNak decided that they start a resend.)
+        if (recovery == Recovery.RESENDING && cause == Cause.IMPLIED_NAK) {
             return;
         }
         if (retryCnt > 0) {
@@ -289,7 +349,14 @@ final class Completer {
                 retryCnt--;
             }
             qp.device.count(SoftCounter.COMPLETER_RETRY_ERR);
-            startedRetry = true;
+            qp.device.count(cause == Cause.TIMEOUT ? SoftCounter.RETRY_TIMEOUTS : SoftCounter.RETRY_NAKS);
+            recovery = Recovery.RESENDING;
+            resendFrom = psn;
+            // After a timeout nothing sent before is still on its way (no response came for a whole
+            // timeout). After a NAK, the AckReq packets sent past the NAK's PSN are: each will be answered
+            // with this NAK again. The packet right after the gap is most likely the one whose arrival
+            // caused the NAK we act on, so it is not counted.
+            staleNaks = cause == Cause.TIMEOUT ? 0 : qp.requester.ackReqsAfter(Psn.add(psn, 1));
             goBackN();
             qp.retransDeadline = 0;
             qp.armRetransmit();
@@ -309,6 +376,7 @@ final class Completer {
             return; // nothing sent, or already rewound and not yet resent
         }
         qp.requester.psn = psn;
+        qp.requester.newPass();
         for (long i = qp.compIdx; i != qp.sqHead; i++) {
             SendWqe w = qp.slot(i);
             if (w.state == SendWqe.POSTED) {

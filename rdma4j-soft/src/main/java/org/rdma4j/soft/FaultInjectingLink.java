@@ -29,6 +29,9 @@ import org.rdma4j.common.ManualClock;
  *       {@code advance}; on another clock, with the next packet sent after its time.</li>
  *   <li><b>duplicate</b>: the packet is delivered, and a copy of it right after.</li>
  * </ul>
+ * A fixed {@link #latency latency} can be added to every packet that survives (a wire of that length:
+ * packets stay in order, released by the fabric's clock), so that requests and responses are in
+ * flight at the same time as on a real link.
  * Every packet the link keeps beyond the sender's call is a deep copy (payload copied out of the
  * sender's memory at send time, as a wire would carry it). Packets sent while this link is delivering
  * one (an ACK produced by the responder the packet reached, say) are queued and delivered in order
@@ -113,6 +116,9 @@ final class FaultInjectingLink implements Link {
     private final ArrayDeque<Held> queue = new ArrayDeque<>();
     /** Reordered and delayed packets. */
     private final List<Held> held = new ArrayList<>();
+    /** Packets on the wire when a latency is set, in the order they are delivered. */
+    private final ArrayDeque<Held> inFlight = new ArrayDeque<>();
+    private long latencyNs;
     private boolean delivering;
     private final ManualClock.Listener listener = this::onClock;
     private boolean closed;
@@ -152,6 +158,19 @@ final class FaultInjectingLink implements Link {
         dropIf = p;
     }
 
+    /**
+     * Gives every packet that survives the faults a fixed transit time of the fabric's clock (0, the
+     * default, delivers at once). Engine lock held, or before traffic.
+     *
+     * @param ns the one-way latency, at least 0
+     */
+    void latency(long ns) {
+        if (ns < 0) {
+            throw new IllegalArgumentException("latency " + ns + " ns (expected >= 0)");
+        }
+        latencyNs = ns;
+    }
+
     /** Shows every packet offered to the link, before faults (valid only during the call). */
     void tap(Consumer<Packet> t) {
         tap = t;
@@ -162,9 +181,9 @@ final class FaultInjectingLink implements Link {
         return counts[f.ordinal()];
     }
 
-    /** {@return packets held for reordering or delay} */
+    /** {@return packets held for reordering or delay, or in flight} */
     int heldCount() {
-        return held.size();
+        return held.size() + inFlight.size();
     }
 
     @Override
@@ -178,7 +197,9 @@ final class FaultInjectingLink implements Link {
         }
         delivering = true;
         try {
-            releaseDue(fabric.clock.nanoTime(), false);
+            long now = fabric.clock.nanoTime();
+            land(now);
+            releaseDue(now, false);
             offer(from, p);
             drain();
         } finally {
@@ -230,7 +251,7 @@ final class FaultInjectingLink implements Link {
         if (dup) {
             again = copy(from, p); // copied before delivery: the receiver may change the source memory
         }
-        next.send(from, p);
+        deliver(from, p);
         if (again != null) {
             counts[Fault.DUPLICATED.ordinal()]++;
             queue.addFirst(new Held(from, again, true));
@@ -272,10 +293,34 @@ final class FaultInjectingLink implements Link {
         Held h;
         while ((h = queue.poll()) != null) {
             if (h.release) {
-                next.send(h.from, h.p);
+                deliver(h.from, h.p);
             } else {
                 offer(h.from, h.p);
             }
+        }
+    }
+
+    /** Hands a packet that survived to the next link, now or after the latency. */
+    private void deliver(SoftDevice from, Packet p) {
+        if (latencyNs == 0) {
+            next.send(from, p);
+            return;
+        }
+        Packet c = copy(from, p);
+        if (c != null) {
+            Held h = new Held(from, c, true);
+            h.dueNs = fabric.clock.nanoTime() + latencyNs;
+            inFlight.add(h);
+        }
+    }
+
+    /** Delivers the packets whose transit time is over, in order. */
+    private void land(long nowNs) {
+        Held h;
+        while ((h = inFlight.peek()) != null && nowNs - h.dueNs >= 0) {
+            inFlight.poll();
+            next.send(h.from, h.p);
+            drain(); // what that delivery sent goes on the wire behind it
         }
     }
 
@@ -283,11 +328,12 @@ final class FaultInjectingLink implements Link {
     private void onClock(long nowNs) {
         fabric.lockEngine();
         try {
-            if (delivering || closed || held.isEmpty()) {
+            if (delivering || closed || held.isEmpty() && inFlight.isEmpty()) {
                 return;
             }
             delivering = true;
             try {
+                land(nowNs);
                 releaseDue(nowNs, true);
                 drain();
             } finally {
@@ -306,6 +352,7 @@ final class FaultInjectingLink implements Link {
         }
         held.clear();
         queue.clear();
+        inFlight.clear();
     }
 
     @Override

@@ -4,6 +4,7 @@ package org.rdma4j.soft;
 import org.rdma4j.common.Psn;
 import org.rdma4j.dma.DmaPiece;
 import org.rdma4j.dma.DmaSpace;
+import org.rdma4j.verbs.AccessFlag;
 import org.rdma4j.verbs.AhAttributes;
 import org.rdma4j.verbs.Gid;
 import org.rdma4j.verbs.QpState;
@@ -19,6 +20,8 @@ import org.rdma4j.verbs.WrOpcode;
  */
 final class Requester {
     private static final int MAX_PKT_PER_ACK = 64; // rxe RXE_MAX_PKT_PER_ACK
+    /** How many AckReq PSNs of the current pass are remembered (more than a default window holds). */
+    private static final int ACK_REQ_HISTORY = 256;
 
     private final SoftQp qp;
     private final Packet tx = new Packet();
@@ -29,6 +32,11 @@ final class Requester {
     int rdAtomicAvail;
     private int noackPkts;
     private boolean running;
+    /** PSNs of the AckReq packets sent in the current pass (since the last go-back-N), a ring. */
+    private final int[] ackReqPsns = new int[ACK_REQ_HISTORY];
+    /** Where the next AckReq PSN goes in the ring, and how many of its slots are in use. */
+    private int ackReqNext;
+    private int ackReqUsed;
 
     Requester(SoftQp qp) {
         this.qp = qp;
@@ -37,7 +45,30 @@ final class Requester {
     void reset() {
         psn = 0;
         noackPkts = 0;
+        newPass();
         resetDepth();
+    }
+
+    /** Go-back-N rewound the send queue: what follows is a new pass. */
+    void newPass() {
+        ackReqNext = 0;
+        ackReqUsed = 0;
+    }
+
+    /**
+     * {@return how many AckReq packets of the current pass were sent with a PSN after {@code from} (each will be
+     * answered, by a NAK if the responder is still waiting for an earlier PSN)}
+     *
+     * @param from a PSN
+     */
+    int ackReqsAfter(int from) {
+        int n = 0;
+        for (int i = 0; i < ackReqUsed; i++) {
+            if (Psn.compare(ackReqPsns[i], from) > 0) {
+                n++;
+            }
+        }
+        return n;
     }
 
     /** The initiator depth: max_rd_atomic rounded up to a power of two, as rxe_qp_from_attr does. */
@@ -102,16 +133,20 @@ final class Requester {
         if (rc && (w.flags & SendFlags.FENCE) != 0 && qp.reqIdx != qp.compIdx) {
             return false;
         }
+        if (!qp.hasOpcode(w.opcode)) {
+            // rxe_req.c next_opcode: no opcode of this transport for the WR (READ or an atomic on UC, RDMA on
+            // UD; rdma-core posted it): LOC_QP_OP_ERR and the QP to ERR (seen in the VM: interop/rxe-probes)
+            fail(w, WcStatus.LOC_QP_OP_ERR);
+            return false;
+        }
         if (w.opcode.isReadOrAtomic()) {
             if (rdAtomicAvail <= 0) {
                 return false; // rxe check_init_depth
             }
         }
-        if (!w.inline && !resolveLocal(w)) {
-            // rxe finish_packet/copy_data failure: the WQE completes with LOC_PROT_ERR and the QP errs.
-            qp.reqIdx++;
-            qp.completeSend(w, WcStatus.LOC_PROT_ERR);
-            qp.moveToError();
+        WcStatus bad = w.inline ? null : resolveLocal(w);
+        if (bad != null) {
+            fail(w, bad);
             return false;
         }
         if (!w.inline && qp.device.dma.checker() != null && !w.opcode.isReadOrAtomic()) {
@@ -146,17 +181,32 @@ final class Requester {
         return (int) Math.max(1, (bytes + max - 1) / max);
     }
 
+    /** Fails a WQE the requester could not start: it completes with {@code status}, the QP goes to ERR. */
+    private void fail(SendWqe w, WcStatus status) {
+        qp.reqIdx++;
+        qp.completeSend(w, status);
+        qp.moveToError();
+    }
+
     /**
      * Resolves the local SGEs into registered memory (rxe lookup_mr + mr_check_range), or, for the
-     * local DMA L_Key, into DMA-mapped memory through the device's mode (a fault fails the WQE with
-     * LOC_PROT_ERR as rxe's copy failures do).
+     * local DMA L_Key, into DMA-mapped memory through the device's mode.
+     *
+     * @return null, or the status the WQE fails with. SEND and WRITE as rxe's requester (finish_packet ->
+     *         copy_data): an L_Key that names no MR of the QP's PD is -EINVAL, LOC_QP_OP_ERR; a range outside
+     *         the MR, or a DMA fault, is -EFAULT, LOC_PROT_ERR (seen in the VM with kernel 6.1:
+     *         interop/rxe-probes, case lkey). READ and atomics as rxe's completer, which checks their sink
+     *         when the response arrives (do_read, do_atomic): every failure is LOC_PROT_ERR. We check it
+     *         before sending, so the remote side is not touched.
      */
-    private boolean resolveLocal(SendWqe w) {
+    private WcStatus resolveLocal(SendWqe w) {
         Sgl sgl = w.sgl;
         sgl.clear();
         // RDMA READ and atomics write their result locally: LOCAL_WRITE is needed (ibv_reg_mr.3).
-        int need = w.opcode == WrOpcode.RDMA_READ || w.opcode.isAtomic() ? 1 : 0;
-        int access = need != 0 ? DmaSpace.WRITE : DmaSpace.READ;
+        boolean sink = w.opcode == WrOpcode.RDMA_READ || w.opcode.isAtomic();
+        int need = sink ? AccessFlag.LOCAL_WRITE.bit() : 0;
+        int access = sink ? DmaSpace.WRITE : DmaSpace.READ;
+        WcStatus badKey = sink ? WcStatus.LOC_PROT_ERR : WcStatus.LOC_QP_OP_ERR;
         for (int i = 0; i < w.numSge; i++) {
             int l = w.len[i];
             if (l == 0) {
@@ -164,19 +214,19 @@ final class Requester {
             }
             if (w.lkey[i] == SoftDevice.LOCAL_DMA_LKEY) {
                 if (!sgl.addDma(qp.device.dma, piece, w.addr[i], l, w.buf[i], access)) {
-                    return false;
+                    return WcStatus.LOC_PROT_ERR;
                 }
                 continue;
             }
             SoftMr mr = qp.device.lookupMr(w.lkey[i]);
-            if (mr == null || mr.pd != qp.pd || !mr.allows(need) || !mr.contains(w.addr[i], l)) {
-                return false;
+            if (mr == null || mr.pd != qp.pd || !mr.allows(need)) {
+                return badKey; // rxe lookup_mr: key, PD and access
             }
-            if (!sgl.addMr(mr, w.addr[i] - mr.address, l, access, piece)) {
-                return false;
+            if (!mr.contains(w.addr[i], l) || !sgl.addMr(mr, w.addr[i] - mr.address, l, access, piece)) {
+                return WcStatus.LOC_PROT_ERR; // rxe mr_check_range: -EFAULT
             }
         }
-        return true;
+        return null;
     }
 
     /** Emits the next packet of a started WQE. */
@@ -256,16 +306,16 @@ final class Requester {
                 if (w.sgl.port != null && !sourceReadable(w, chunk, last)) {
                     // The device reads the payload as it transmits (rxe finish_packet): a fault now,
                     // e.g. an IOMMU mapping removed since post, fails the WQE with LOC_PROT_ERR.
-                    qp.reqIdx++;
-                    qp.completeSend(w, WcStatus.LOC_PROT_ERR);
-                    qp.moveToError();
+                    fail(w, WcStatus.LOC_PROT_ERR);
                     return false;
                 }
                 w.sent += chunk;
                 psn = Psn.add(psn, 1);
                 if (qp.type == QpType.UD) {
-                    // IBA C10-15: a Q_Key with the high bit set means "use the QP's own Q_Key".
-                    p.qkey = w.remoteQkey < 0 ? qp.qkey : w.remoteQkey;
+                    // rxe init_req_packet: the DETH carries the WR's remote_qkey unchanged, bit 31 or not (IBA
+                    // C10-15 would send the QP's own Q_Key for a controlled one; rxe does not; seen in the VM:
+                    // interop/rxe-probes, case qkey).
+                    p.qkey = w.remoteQkey;
                     p.srcQpn = qp.qpn;
                     p.destQpn = w.remoteQpn & Psn.MASK;
                 }
@@ -282,6 +332,10 @@ final class Requester {
             p.ackReq = want || ++noackPkts > MAX_PKT_PER_ACK / 2;
             if (p.ackReq) {
                 noackPkts = 0;
+                // Remembered before the transmit, which may deliver a NAK that rewinds the queue.
+                ackReqPsns[ackReqNext] = p.psn;
+                ackReqNext = (ackReqNext + 1) % ACK_REQ_HISTORY;
+                ackReqUsed = Math.min(ackReqUsed + 1, ACK_REQ_HISTORY);
             }
         }
         if (last) {

@@ -141,11 +141,22 @@ final class Responder {
         int diff = Psn.compare(p.psn, psn);
         if (qp.type == QpType.RC) {
             if (diff > 0) {
-                qp.device.count(SoftCounter.OUT_OF_SEQ_REQUEST);
+                // RC class B: NAK with the expected PSN, drop (IBA 9.7.5.1.2). rxe check_psn sends one NAK
+                // per gap (resp.sent_psn_nak, cleared when the expected PSN arrives) and counts
+                // out_of_seq_request then. We answer a later out-of-sequence packet that asks for an
+                // acknowledgement (AckReq) with the same NAK again: if the first NAK was lost, or the
+                // requester's resend lost its first packet too, nothing else would tell the requester
+                // before its retransmit timer. rxe's completer ignores the repeat (same PSN, a retry
+                // already started); ours counts on it (Completer.sequenceNak, docs/roce.md "Loss recovery").
                 if (!sentPsnNak) {
                     sentPsnNak = true;
-                    // RC class B: NAK with the expected PSN, drop (IBA 9.7.5.1.2).
+                    qp.device.count(SoftCounter.OUT_OF_SEQ_REQUEST);
                     sendAck(Aeth.NAK_PSN_SEQ_ERROR, psn);
+                } else if (p.ackReq) {
+                    qp.device.count(SoftCounter.SEQ_NAK_REPEATS);
+                    sendAck(Aeth.NAK_PSN_SEQ_ERROR, psn);
+                } else {
+                    qp.device.count(SoftCounter.DROP_OUT_OF_SEQ);
                 }
                 return;
             }
@@ -352,7 +363,11 @@ final class Responder {
                 return Err.MALFORMED_WQE;
             }
             if (recvOffset + p.payloadLen > recvTotal) {
-                return Err.LENGTH;
+                // rxe send_data_in: copy_data fails with -EINVAL when the data exceeds what the WQE has left
+                // (length > dma.resid), and -EINVAL means a malformed WQE: class A, the receive completes
+                // with LOC_QP_OP_ERR, an RC requester gets NAK Remote Operational Error (REM_OP_ERR), and the
+                // QP goes to ERR -- on RC, UC and UD alike (kernel 6.1; seen in the VM: interop/rxe-probes).
+                return Err.MALFORMED_WQE;
             }
             if (!copyIn(p, recvSgl, recvOffset)) {
                 return Err.MALFORMED_WQE;
@@ -379,8 +394,12 @@ final class Responder {
         psn = Psn.add(p.psn, 1);
         ackPsn = psn;
         lastOpcode = p.opcode;
-        if (p.is(Opcodes.M_COMP)) {
-            completeRecv(p);
+        if (p.is(Opcodes.M_COMP) && !completeRecv(p)) {
+            // rxe do_complete: rxe_cq_post failed (CQ full) => RESPST_ERR_CQ_OVERFLOW => RESPST_ERROR: the QP
+            // went to ERR and the request is not acknowledged, so the requester never sees SUCCESS for a
+            // message whose completion was lost; it retries into an ERR QP and ends with RETRY_EXC_ERR (seen
+            // in the VM: interop/rxe-probes, case cqovf).
+            return Err.NONE;
         }
         if (qp.type == QpType.RC && p.ackReq) {
             ackRequested(p.psn);
@@ -509,7 +528,8 @@ final class Responder {
         return Err.NONE;
     }
 
-    private void completeRecv(Packet p) {
+    /** {@return false if the completion was lost to a full CQ (the QP is then in ERR)} */
+    private boolean completeRecv(Packet p) {
         boolean writeImm = p.is(Opcodes.M_WRITE);
         int flags = WcFlags.GRH; // rxe sets IB_WC_GRH on every user receive completion
         if (p.is(Opcodes.M_IMM)) {
@@ -521,7 +541,9 @@ final class Responder {
         if (!qp.recvCq.post(id, WcStatus.SUCCESS, writeImm ? WcOpcode.RECV_RDMA_WITH_IMM : WcOpcode.RECV,
                 byteLen, p.is(Opcodes.M_IMM) ? p.imm : 0, qp.qpn, 0, flags, p.solicited)) {
             qp.overflowed();
+            return false;
         }
+        return true;
     }
 
     private void consumeWqe() {
@@ -548,15 +570,12 @@ final class Responder {
         if (!wqeResolved) {
             st = WcStatus.LOC_QP_OP_ERR; // malformed WQE: class A
         } else if (GRH_BYTES + (long) p.payloadLen > recvTotal) {
-            // rxe_resp_check_length: too small for GRH + payload. Without an SRQ the message is dropped
-            // (class D); with an SRQ the WQE completes with REM_INV_REQ_ERR (class E).
-            if (qp.srq == null) {
-                haveWqe = false;
-                wqeResolved = false;
-                qp.device.count(SoftCounter.DROP_MESSAGE);
-                return;
-            }
-            st = WcStatus.REM_INV_REQ_ERR;
+            // Too small for the GRH area and the payload: rxe 6.1 execute -> send_data_in -> copy_data -EINVAL
+            // (length > resid) -> RESPST_ERR_MALFORMED_WQE, class A: the WQE completes with LOC_QP_OP_ERR and
+            // the QP goes to ERR, with or without an SRQ (seen in the VM: interop/rxe-probes, sendlong-UD).
+            // Kernels with commit 05301cb42a55 ("RDMA/rxe: Fix responder length checking for UD request
+            // packets", 2024) check the length first (rxe_resp_check_length) and drop the message instead.
+            st = WcStatus.LOC_QP_OP_ERR;
         } else {
             writeGrh(p);
             one.set(grh, 0, GRH_BYTES);

@@ -9,16 +9,30 @@ public enum SoftCounter {
     RCVD_PKTS,
     /** Duplicate requests seen by a responder. */
     DUPLICATE_REQUEST,
-    /** Requests with a PSN ahead of the expected one. */
+    /**
+     * Gaps in the PSN sequence a responder saw: requests with a PSN ahead of the expected one that it
+     * answered with a sequence NAK, once per gap (rxe counts out_of_seq_request the same way).
+     */
     OUT_OF_SEQ_REQUEST,
+    /**
+     * Sequence NAKs a responder sent again, for an out-of-sequence request that asked for an
+     * acknowledgement while the gap was still open (rxe sends none; docs/roce.md, "Loss recovery").
+     */
+    SEQ_NAK_REPEATS,
+    /** Out-of-sequence requests a responder dropped without an answer. */
+    DROP_OUT_OF_SEQ,
     /** RNR NAKs received. */
     RCV_RNR_ERR,
     /** RNR NAKs sent. */
     SND_RNR,
     /** PSN sequence-error NAKs received. */
     RCV_SEQ_ERR,
-    /** Retry sequences started by the completer. */
+    /** Retry sequences started by the completer (rxe completer_retry_err): the next two added up. */
     COMPLETER_RETRY_ERR,
+    /** Retry sequences the retransmit timer started. */
+    RETRY_TIMEOUTS,
+    /** Retry sequences a sequence NAK, or a response that implies a lost one, started at once. */
+    RETRY_NAKS,
     /** WQEs completed with RETRY_EXC_ERR. */
     RETRY_EXCEEDED_ERR,
     /** WQEs completed with RNR_RETRY_EXC_ERR. */

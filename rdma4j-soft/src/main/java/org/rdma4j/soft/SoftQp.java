@@ -90,7 +90,7 @@ final class SoftQp extends SoftResource implements QueuePair {
     long rnrDeadline;
     boolean watched;
 
-    /** WrOpcode.validFor(type), by ordinal, so posting does not switch per request. */
+    /** WrOpcode.validFor(type), by ordinal, so the requester does not switch per request. */
     private final boolean[] validOps;
     final Requester requester;
     final Completer completer;
@@ -212,6 +212,11 @@ final class SoftQp extends SoftResource implements QueuePair {
         }
     }
 
+    /** {@return whether the QP's transport has this operation (rxe next_opcode finds an opcode for it)} */
+    boolean hasOpcode(WrOpcode op) {
+        return validOps[op.ordinal()];
+    }
+
     SendWqe slot(long idx) {
         return sq[(int) idx & sqMask];
     }
@@ -289,12 +294,13 @@ final class SoftQp extends SoftResource implements QueuePair {
             minRnrTimer = a.minRnrTimer();
         }
         if (a.has(QpAttrMask.MAX_QP_RD_ATOMIC)) {
-            maxRdAtomic = a.maxRdAtomic();
+            maxRdAtomic = rdAtomicDepth(a.maxRdAtomic());
             requester.resetDepth();
         }
         if (a.has(QpAttrMask.MAX_DEST_RD_ATOMIC)) {
-            maxDestRdAtomic = a.maxDestRdAtomic();
-            responder.resizeResources(maxDestRdAtomic);
+            maxDestRdAtomic = rdAtomicDepth(a.maxDestRdAtomic());
+            // rxe allocates the resources for the rounded value (256 for 129) although the QP keeps 0
+            responder.resizeResources(a.maxDestRdAtomic());
         }
         if (a.has(QpAttrMask.RQ_PSN)) {
             rqPsn = a.rqPsn() & Psn.MASK;
@@ -345,28 +351,38 @@ final class SoftQp extends SoftResource implements QueuePair {
         if (a.has(QpAttrMask.TIMEOUT) && (a.timeout() < 0 || a.timeout() > 31)) {
             throw new VerbsException(Errno.EINVAL, "timeout " + a.timeout() + " (expected 0..31)");
         }
-        if (a.has(QpAttrMask.RETRY_CNT) && (a.retryCnt() < 0 || a.retryCnt() > 7)) {
-            throw new VerbsException(Errno.EINVAL, "retry_cnt " + a.retryCnt() + " (expected 0..7)");
-        }
-        if (a.has(QpAttrMask.RNR_RETRY) && (a.rnrRetry() < 0 || a.rnrRetry() > 7)) {
-            throw new VerbsException(Errno.EINVAL, "rnr_retry " + a.rnrRetry() + " (expected 0..7)");
-        }
-        if (a.has(QpAttrMask.MIN_RNR_TIMER) && (a.minRnrTimer() < 0 || a.minRnrTimer() > 31)) {
-            throw new VerbsException(Errno.EINVAL, "min_rnr_timer " + a.minRnrTimer() + " (expected 0..31)");
-        }
+        // rxe_qp_chk_attr checks neither retry_cnt, rnr_retry, min_rnr_timer nor max_dest_rd_atomic: any value
+        // of their u8 in struct ibv_qp_attr is accepted (seen in the VM: interop/rxe-probes, case modify), and
+        // the engine does with it what rxe does (see modifyLocked and the Completer). Only what a u8 cannot
+        // hold is refused here.
+        checkU8(a, QpAttrMask.RETRY_CNT, a.retryCnt(), "retry_cnt", "7 and above retry forever");
+        checkU8(a, QpAttrMask.RNR_RETRY, a.rnrRetry(), "rnr_retry", "7 and above retry forever");
+        checkU8(a, QpAttrMask.MIN_RNR_TIMER, a.minRnrTimer(), "min_rnr_timer", "the RNR NAK carries its low 5 bits");
+        checkU8(a, QpAttrMask.MAX_DEST_RD_ATOMIC, a.maxDestRdAtomic(), "max_dest_rd_atomic",
+                "129 and above round up to 256, which rxe keeps as 0");
         if (a.has(QpAttrMask.MAX_QP_RD_ATOMIC) && (a.maxRdAtomic() < 0 || a.maxRdAtomic() > SoftDevice.MAX_RD_ATOMIC)) {
+            // rxe_qp_chk_attr: max_rd_atomic > max_qp_rd_atom => -EINVAL
             throw new VerbsException(Errno.EINVAL, "max_rd_atomic " + a.maxRdAtomic() + " (expected 0.."
-                    + SoftDevice.MAX_RD_ATOMIC + ")");
-        }
-        if (a.has(QpAttrMask.MAX_DEST_RD_ATOMIC)
-                && (a.maxDestRdAtomic() < 0 || a.maxDestRdAtomic() > SoftDevice.MAX_RD_ATOMIC)) {
-            throw new VerbsException(Errno.EINVAL, "max_dest_rd_atomic " + a.maxDestRdAtomic() + " (expected 0.."
-                    + SoftDevice.MAX_RD_ATOMIC + ")");
+                    + SoftDevice.MAX_RD_ATOMIC + ", the device's max_qp_rd_atom)");
         }
         if (a.has(QpAttrMask.ACCESS_FLAGS) && (a.accessFlags() & ~0xF) != 0) {
             throw new VerbsException(Errno.EINVAL, "qp_access_flags 0x" + Integer.toHexString(a.accessFlags())
                     + " has unsupported bits");
         }
+    }
+
+    private static void checkU8(QpAttributes a, QpAttrMask bit, int value, String name, String note) {
+        if (a.has(bit) && (value < 0 || value > 255)) {
+            throw new VerbsException(Errno.EINVAL, name + " " + value + " (expected 0..255, a u8 in verbs; " + note + ")");
+        }
+    }
+
+    /**
+     * rxe_qp_from_attr: an rd_atomic depth is rounded up to a power of two and kept in a u8 field, so 129..255
+     * become 256 and then 0 (seen in the VM: a QP given max_dest_rd_atomic 129 reports 0 and refuses READs).
+     */
+    private static int rdAtomicDepth(int v) {
+        return v == 0 ? 0 : Bytes.ceilPow2(v) & 0xFF;
     }
 
     @Override
@@ -461,8 +477,9 @@ final class SoftQp extends SoftResource implements QueuePair {
         }
         compIdx++;
         if (status != WcStatus.SUCCESS || w.signaled) {
-            int byteLen = w.opcode == WrOpcode.RDMA_READ ? (int) w.length
-                    : w.opcode.isAtomic() ? 8 : (int) w.length;
+            // rxe make_send_cqe: byte_len is the WQE's length, for an atomic too (16 for a 16-byte SGE:
+            // seen in the VM)
+            int byteLen = (int) w.length;
             // A full send CQ loses the completion and raises CQ_ERR; the QP carries on (rxe's completer
             // ignores rxe_cq_post's -EBUSY).
             sendCq.post(w.wrId, status, w.opcode.wcOpcode(), byteLen, 0, qpn, 0, 0, false);
@@ -470,13 +487,14 @@ final class SoftQp extends SoftResource implements QueuePair {
     }
 
     /**
-     * A receive completion was lost to a full CQ: the QP goes to ERR (rxe RESPST_ERR_CQ_OVERFLOW, class
-     * G). No completion can tell the user, so QP_FATAL is raised as IBA 11.6.3.1 asks for a local
-     * catastrophic error; rxe itself raises no QP event here.
+     * A receive completion was lost to a full CQ: the QP goes to ERR (rxe do_complete ->
+     * RESPST_ERR_CQ_OVERFLOW -> RESPST_ERROR, class G) and the request is not acknowledged. The user
+     * learns of it from the CQ_ERR event {@link SoftCq#post} raised, one per lost completion (the flushed
+     * receives that do not fit either raise theirs); rxe raises no QP event, and neither do we (seen in the
+     * VM: interop/rxe-probes, case cqovf).
      */
     void overflowed() {
         if (state != QpState.ERR) {
-            pd.ctx.raise(new AsyncEvent(AsyncEventType.QP_FATAL, this, null, null, 0));
             moveToError();
         }
     }
@@ -644,9 +662,11 @@ final class SoftQp extends SoftResource implements QueuePair {
             return Errno.EINVAL; // rxe_post_send: requester not ready before RTS
         }
         WrOpcode op = wr.opcode();
-        if (op == null || !validOps[op.ordinal()]) {
+        if (op == null) {
             return Errno.EINVAL;
         }
+        // An opcode the QP type does not have (READ or an atomic on UC, RDMA on UD) is accepted here, as
+        // rdma-core's rxe provider accepts it; the requester then fails it (Requester.start).
         int n = wr.numSge();
         if (n > cap.maxSendSge()) {
             return Errno.EINVAL;
@@ -662,8 +682,10 @@ final class SoftQp extends SoftResource implements QueuePair {
         if (total > SoftDevice.MAX_MSG_SZ) {
             return Errno.EINVAL; // rxe validate_send_wr: "message length too long"
         }
-        if (op.isAtomic() && (total != 8 || (wr.remoteAddr() & 7) != 0)) {
-            return Errno.EINVAL; // rxe validate_send_wr: atomic length != 8 / misaligned atomic address
+        if (op.isAtomic() && (total < 8 || (wr.remoteAddr() & 7) != 0)) {
+            // rdma-core rxe validate_send_wr: fewer than 8 bytes, or a misaligned remote address; longer SGEs
+            // are accepted and the original value lands in their first 8 bytes (seen in the VM)
+            return Errno.EINVAL;
         }
         int f = wr.sendFlags();
         if ((f & SendFlags.INLINE) != 0) {

@@ -93,13 +93,13 @@ final class LossyPair implements AutoCloseable {
         final QueuePair qp;
         AddressHandle ahToPeer;
 
-        Side(String name, SoftDevice dev, Arena arena, Config cfg) {
+        Side(String name, SoftDevice dev, Arena arena, Config cfg, int recvCqe) {
             this.name = name;
             this.dev = dev;
             ctx = dev.open();
             pd = ctx.allocPd();
             scq = ctx.createCq(8192, null, 0);
-            rcq = ctx.createCq(8192, null, 0);
+            rcq = ctx.createCq(recvCqe, null, 0);
             mem = arena.allocate(MEM, 4096);
             mr = pd.regMr(mem, EnumSet.of(AccessFlag.LOCAL_WRITE, AccessFlag.REMOTE_WRITE, AccessFlag.REMOTE_READ,
                     AccessFlag.REMOTE_ATOMIC));
@@ -137,14 +137,19 @@ final class LossyPair implements AutoCloseable {
     private final Arena arena = Arena.ofShared();
 
     LossyPair(Config cfg, long seed, FaultInjectingLink.Faults faults) {
+        this(cfg, seed, faults, 8192);
+    }
+
+    /** @param recvCqe the size of B's receive CQ (A's holds 8192) */
+    LossyPair(Config cfg, long seed, FaultInjectingLink.Faults faults, int recvCqe) {
         this.cfg = cfg;
         this.seed = seed;
         SoftDevice da = fabric.addDevice("lossy0");
         SoftDevice db = fabric.addDevice("lossy1");
         link = new FaultInjectingLink(fabric, fabric.inProcess, seed, faults);
         fabric.setLink(link);
-        a = new Side("A", da, arena, cfg);
-        b = new Side("B", db, arena, cfg);
+        a = new Side("A", da, arena, cfg, 8192);
+        b = new Side("B", db, arena, cfg, recvCqe);
         SplittableRandom r = new SplittableRandom(seed ^ 0x5DEECE66DL);
         for (Side s : List.of(a, b)) {
             for (long i = 0; i < MEM; i += 8) {
@@ -191,9 +196,16 @@ final class LossyPair implements AutoCloseable {
         return Aeth.retransmitTimeoutNs(cfg.timeout());
     }
 
-    /** @return a clock step: a quarter of the ACK timeout */
+    private long stepNs;
+
+    /** @return a clock step: a quarter of the ACK timeout unless {@link #stepNs(long)} set another */
     long stepNs() {
-        return Math.max(1_000, timeoutNs() / 4);
+        return stepNs > 0 ? stepNs : Math.max(1_000, timeoutNs() / 4);
+    }
+
+    /** Sets the clock step of {@link #step()} (for a link with a latency: a fraction of it). */
+    void stepNs(long ns) {
+        stepNs = ns;
     }
 
     /** Moves the clock one step. */

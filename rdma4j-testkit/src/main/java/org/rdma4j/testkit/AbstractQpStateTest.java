@@ -31,6 +31,7 @@ import org.rdma4j.verbs.QpState;
 import org.rdma4j.verbs.QpType;
 import org.rdma4j.verbs.RecvWorkRequest;
 import org.rdma4j.verbs.SendWorkRequest;
+import org.rdma4j.verbs.VerbsException;
 import org.rdma4j.verbs.WcStatus;
 import org.rdma4j.verbs.WorkCompletion;
 import org.rdma4j.verbs.WrOpcode;
@@ -362,6 +363,42 @@ public abstract class AbstractQpStateTest extends ConformanceTestBase {
         assertEquals(0, q.av().sgidIndex(), "av.sgid_index");
         assertNotNull(q.cap(), "cap");
         assertEquals(p.local().qp().cap(), q.cap(), "cap");
+    }
+
+    /** Should return Q_Key when UD QP is queried. */
+    @Test
+    public void shouldAcceptOutOfRangeValuesRxeAcceptsAndReportWhatRxeKeeps() {
+        // rxe_qp_chk_attr checks neither max_dest_rd_atomic, min_rnr_timer, retry_cnt nor rnr_retry, and
+        // rxe_qp_from_attr keeps them as given except the rd_atomic depths, rounded up to a power of two in
+        // a u8 (129 -> 256 -> 0) (seen in the VM with kernel 6.1: interop/rxe-probes, case modify)
+        QpConfig cfg = QpConfig.rc().retryCnt(8).rnrRetry(8).minRnrTimer(32).maxRdAtomic(3).maxDestRdAtomic(3);
+        QpAttributes q = players().rc(cfg).local().qp().query();
+        assertEquals(8, q.retryCnt(), "retry_cnt");
+        assertEquals(8, q.rnrRetry(), "rnr_retry");
+        assertEquals(32, q.minRnrTimer(), "min_rnr_timer");
+        assertEquals(4, q.maxRdAtomic(), "max_rd_atomic 3, rounded");
+        assertEquals(4, q.maxDestRdAtomic(), "max_dest_rd_atomic 3, rounded");
+        QpAttributes wide = players().rc(QpConfig.rc().retryCnt(255).rnrRetry(255).minRnrTimer(255)
+                .maxDestRdAtomic(255)).local().qp().query();
+        assertEquals(255, wide.minRnrTimer(), "min_rnr_timer");
+        assertEquals(0, wide.maxDestRdAtomic(), "max_dest_rd_atomic 255 -> 256 in a u8");
+    }
+
+    /** Should reject values rxe rejects. */
+    @Test
+    public void shouldRejectValuesRxeRejects() {
+        Endpoint e = single(QpType.RC);
+        moveTo(e, QpState.RTR);
+        // rxe_qp_chk_attr: timeout > 31, max_rd_atomic > max_qp_rd_atom (seen in the VM: interop/rxe-probes,
+        // case modify); and values a u8 of struct ibv_qp_attr cannot hold
+        for (QpAttributes bad : List.of(Players.rtsAttrs(e.config(), Set.of()).timeout(32),
+                Players.rtsAttrs(e.config(), Set.of()).maxRdAtomic(129),
+                Players.rtsAttrs(e.config(), Set.of()).retryCnt(256),
+                Players.rtsAttrs(e.config(), Set.of()).rnrRetry(-1))) {
+            VerbsException ex = assertVerbsError(Errno.EINVAL, () -> e.qp().modify(bad));
+            assertNotNull(ex.getMessage(), "message");
+            assertEquals(QpState.RTR, e.qp().state());
+        }
     }
 
     /** Should return Q_Key when UD QP is queried. */

@@ -96,21 +96,42 @@ public abstract class AbstractUdTest extends ConformanceTestBase {
 
     /** Should send own Q_Key when remote Q_Key has high bit set. */
     @Test
-    public void shouldSendOwnQkeyWhenRemoteQkeyHasHighBitSet() {
+    public void shouldSendRemoteQkeyUnchangedWhenItsHighBitIsSet() {
         Rig r = rig(QpConfig.ud());
         postRecv(r.p().remote().qp(), 9, r.rmr(), 0, GRH + 64);
-        postRecv(r.p().remote().qp(), 10, r.rmr(), 256, GRH + 64);
-        // IBA C10-15 (controlled Q_Key): remote_qkey with bit 31 set => the QP's own Q_Key is sent
-        postSend(r.p().local().qp(), r.send(1, WrOpcode.SEND, 0, 8, 0x8000_0000 | 0x0BAD));
+        // rxe init_req_packet puts the WR's remote_qkey in the DETH as it is; it does not apply IBA C10-15
+        // (a Q_Key with bit 31 set stands for the sending QP's own Q_Key, as HCAs that implement controlled
+        // Q_Keys do). So a receiver whose Q_Key differs drops it (rxe check_keys; seen in the VM with kernel
+        // 6.1: interop/rxe-probes, case qkey: 0x80000000 and 0x91111111 to a QP whose Q_Key is 0x11111111
+        // were not delivered and counted in qkey_viol_cntr)
+        postSend(r.p().local().qp(), r.send(1, WrOpcode.SEND, 0, 8, 0x8000_0000 | QpConfig.DEFAULT_QKEY));
         assertWc(pollOne(r.p().local().sendCq()), WcStatus.SUCCESS, 1);
-        WorkCompletion wc = pollOne(r.p().remote().recvCq());
-        assertWc(wc, WcStatus.SUCCESS, 9);
-
-        // now the sender's own Q_Key differs from the receiver's: the same WR is dropped
-        r.p().local().qp().modify(new QpAttributes().state(QpState.RTS).qkey(0x2222_2222));
-        postSend(r.p().local().qp(), r.send(2, WrOpcode.SEND, 0, 8, 0x8000_0000 | 0x0BAD));
+        assertNoCompletion(r.p().remote().recvCq());
+        postSend(r.p().local().qp(), r.send(2, WrOpcode.SEND, 0, 8, 0x8000_0000));
         assertWc(pollOne(r.p().local().sendCq()), WcStatus.SUCCESS, 2);
         assertNoCompletion(r.p().remote().recvCq());
+
+        // a receiver whose own Q_Key has bit 31 set takes exactly that Q_Key
+        r.p().remote().qp().modify(new QpAttributes().state(QpState.RTS).qkey(0x8000_0000 | QpConfig.DEFAULT_QKEY));
+        postSend(r.p().local().qp(), r.send(3, WrOpcode.SEND, 0, 8, 0x8000_0000 | QpConfig.DEFAULT_QKEY));
+        assertWc(pollOne(r.p().local().sendCq()), WcStatus.SUCCESS, 3);
+        assertWc(pollOne(r.p().remote().recvCq()), WcStatus.SUCCESS, 9);
+    }
+
+    /** Should fail with LOC_QP_OP_ERR when message exceeds receive buffer. */
+    @Test
+    public void shouldFailWithLocQpOpErrWhenMessageExceedsReceiveBuffer() {
+        Rig r = rig(QpConfig.ud());
+        postRecv(r.p().remote().qp(), 9, r.rmr(), 0, GRH + 16);
+        postRecv(r.p().remote().qp(), 10, r.rmr(), 256, GRH + 256);
+        postSend(r.p().local().qp(), r.send(1, WrOpcode.SEND, 0, 64, QpConfig.DEFAULT_QKEY));
+        // rxe 6.1 execute: the GRH area and the payload go through copy_data, which fails with -EINVAL when
+        // they exceed the buffer: a malformed WQE (class A), LOC_QP_OP_ERR and the UD QP to ERR (seen in the
+        // VM: interop/rxe-probes, sendlong-UD). Later kernels drop the message instead (rxe_resp_check_length).
+        assertWc(pollOne(r.p().local().sendCq()), WcStatus.SUCCESS, 1);
+        assertWc(pollOne(r.p().remote().recvCq()), WcStatus.LOC_QP_OP_ERR, 9);
+        assertWc(pollOne(r.p().remote().recvCq()), WcStatus.WR_FLUSH_ERR, 10);
+        assertEquals(QpState.ERR, r.p().remote().qp().state(), "receiver");
     }
 
     /** Should complete with success but send nothing when message exceeds MTU. */
@@ -148,13 +169,18 @@ public abstract class AbstractUdTest extends ConformanceTestBase {
 
     /** Should refuse rdma opcodes at post on UD. */
     @Test
-    public void shouldRefuseRdmaOpcodesAtPostOnUd() {
+    public void shouldFailRdmaOpcodesOnUdWithLocQpOpErrAfterPost() {
         Rig r = rig(QpConfig.ud());
-        assertPostSendRefused(r.p().local().qp(), r.send(1, WrOpcode.RDMA_WRITE, 0, 8, QpConfig.DEFAULT_QKEY)
-                .remoteAddr(r.rmr().address()).rkey(r.rmr().rkey()), Errno.EINVAL);
-        assertPostSendRefused(r.p().local().qp(), r.send(2, WrOpcode.RDMA_READ, 0, 8, QpConfig.DEFAULT_QKEY)
-                .remoteAddr(r.rmr().address()).rkey(r.rmr().rkey()), Errno.EINVAL);
-        assertNoCompletion(r.p().local().sendCq());
+        // rdma-core's rxe provider accepts them; the kernel's requester finds no UD opcode (next_opcode < 0):
+        // LOC_QP_OP_ERR, the QP to ERR, later WRs flushed (seen in the VM with kernel 6.1: interop/rxe-probes,
+        // postchk-write-on-UD)
+        postSend(r.p().local().qp(), r.send(1, WrOpcode.RDMA_WRITE, 0, 8, QpConfig.DEFAULT_QKEY)
+                .remoteAddr(r.rmr().address()).rkey(r.rmr().rkey()));
+        postSend(r.p().local().qp(), r.send(2, WrOpcode.RDMA_READ, 0, 8, QpConfig.DEFAULT_QKEY)
+                .remoteAddr(r.rmr().address()).rkey(r.rmr().rkey()));
+        assertWc(pollOne(r.p().local().sendCq()), WcStatus.LOC_QP_OP_ERR, 1);
+        assertWc(pollOne(r.p().local().sendCq()), WcStatus.WR_FLUSH_ERR, 2);
+        assertEquals(QpState.ERR, r.p().local().qp().state());
     }
 
     /** Should reach both peers from one QP with two address handles. */

@@ -71,7 +71,7 @@ public final class SendWorkRequest {
     }
 
     /**
-     * Sets the identifier returned in the completion.
+     * Sets identifier returned in the completion.
      *
      * @param wrId identifier returned in the completion
      * @return this
@@ -103,7 +103,7 @@ public final class SendWorkRequest {
     }
 
     /**
-     * Sets the send flags, a {@link SendFlags} bit mask.
+     * Sets a {@link SendFlags} bit mask.
      *
      * @param sendFlags a {@link SendFlags} bit mask
      * @return this
@@ -119,7 +119,7 @@ public final class SendWorkRequest {
     }
 
     /**
-     * Sets the immediate data for the _WITH_IMM opcodes.
+     * Sets immediate data for the _WITH_IMM opcodes.
      *
      * @param immData immediate data for the _WITH_IMM opcodes
      * @return this
@@ -182,7 +182,7 @@ public final class SendWorkRequest {
     }
 
     /**
-     * Sets the remote address.
+     * Sets remote address.
      *
      * @param remoteAddr remote address
      * @return this
@@ -214,7 +214,7 @@ public final class SendWorkRequest {
     }
 
     /**
-     * Sets the compare value or addend.
+     * Sets compare value or addend.
      *
      * @param compareAdd compare value or addend
      * @return this
@@ -230,7 +230,7 @@ public final class SendWorkRequest {
     }
 
     /**
-     * Sets the swap value.
+     * Sets swap value.
      *
      * @param swap swap value
      * @return this
@@ -246,7 +246,7 @@ public final class SendWorkRequest {
     }
 
     /**
-     * Sets the address handle of the UD destination.
+     * Sets address handle of the UD destination.
      *
      * @param ah address handle of the UD destination
      * @return this
@@ -278,9 +278,11 @@ public final class SendWorkRequest {
     }
 
     /**
-     * Sets the UD destination Q_Key; with the high bit set the QP's own Q_Key is sent (IBA C10-15).
+     * Sets the UD destination Q_Key. Linux rxe (and the soft device) send it as given, also with bit 31 set; HCAs that implement IBA C10-15 (controlled Q_Keys) send the QP's own Q_Key instead when bit 31 is set, so portable code gives the receiver's Q_Key here.
      *
-     * @param remoteQkey UD destination Q_Key; with the high bit set the QP's own Q_Key is sent (IBA C10-15)
+     * @param remoteQkey UD destination Q_Key. Linux rxe (and the soft device) send it as given, also with bit
+     *                   31 set; HCAs that implement IBA C10-15 (controlled Q_Keys) send the QP's own Q_Key
+     *                   instead when bit 31 is set, so portable code gives the receiver's Q_Key here
      * @return this
      */
     public SendWorkRequest remoteQkey(int remoteQkey) {
