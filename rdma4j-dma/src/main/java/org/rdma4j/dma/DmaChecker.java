@@ -330,6 +330,16 @@ public final class DmaChecker {
     }
 
     /**
+     * Reports a device access that faulted because the memory was gone or out of the device's reach: its
+     * arena closed under a live registration or mapping, or a confined segment.
+     *
+     * @param what the access and the reason
+     */
+    public void unreachableMemory(String what) {
+        report(DmaReport.Kind.ACCESS_TO_UNREACHABLE_MEMORY, what, (Throwable) null);
+    }
+
+    /**
      * Adds a range of memory to a checksum (how the checker sees a send buffer change between post and
      * completion).
      *

@@ -49,6 +49,8 @@ final class RoceLink implements Link {
     /** Largest datagram we accept: 4096 MTU + the longest header set + pad + ICRC, with room to spare. */
     private static final int SLOT_BYTES = 8192;
     private static final int RX_BATCH = 32;
+    /** Source addresses whose GIDs a receive socket keeps (a power of two). */
+    private static final int SOURCE_CACHE = 8;
     /**
      * With UDP GRO a slot may hold up to 64 KiB of coalesced datagrams (lo's gro_max_size): 16 such slots
      * are 1 MiB of native memory per socket, and each may carry up to 64 packets.
@@ -84,6 +86,8 @@ final class RoceLink implements Link {
     private final List<Endpoint> endpoints = new ArrayList<>();
     /** Multicast groups joined, one receiving socket each (engine lock for writes). */
     private final java.util.Map<Gid, Endpoint> groups = new java.util.concurrent.ConcurrentHashMap<>();
+    /** The endpoints of {@link #groups}, copied on every join and leave: polled without an iterator. */
+    private volatile Endpoint[] groupList = new Endpoint[0];
     private final Endpoint v4;
     private final Endpoint v6;
 
@@ -112,6 +116,7 @@ final class RoceLink implements Link {
     private final PseudoHeader txIp = new PseudoHeader();
     private final Sgl txSgl = new Sgl(1);
     private final SockAddr txTo = new SockAddr();
+    private final byte[] txGidBytes = new byte[16];
     private Gid txToGid;
     private volatile boolean closed;
 
@@ -179,8 +184,15 @@ final class RoceLink implements Link {
         private final PseudoHeader ip = new PseudoHeader();
         private final Packet p = new Packet();
         private final Sgl payload = new Sgl(1);
-        private final SockAddr lastFrom = new SockAddr();
+        /**
+         * The GIDs of the last few source addresses (direct-mapped by the address's hash): a source's GID is
+         * made once, not per datagram, so a receive allocates nothing in steady state.
+         */
+        private final SockAddr[] fromAddr = new SockAddr[SOURCE_CACHE];
+        private final Gid[] fromGid = new Gid[SOURCE_CACHE];
+        private final byte[] gidScratch = new byte[16];
         private Gid lastFromGid;
+        private SockAddr lastFromAddr;
         /** Whether the last receive took a bulk flow's worth: several datagrams, or a GRO train (rxLock). */
         private boolean lastBulk;
         /** When an application thread last polled this socket (System.nanoTime). */
@@ -225,6 +237,14 @@ final class RoceLink implements Link {
                         return;
                     }
                     device.countOutsideEngine(SoftCounter.ROCE_RX_ERRORS);
+                } catch (Throwable t) {
+                    // no receive agent dies silently: report, count, carry on (a packet's own failure was
+                    // already taken by its QP in SoftDevice.receive)
+                    if (closed) {
+                        return;
+                    }
+                    EngineErrors.agentFailed(device, device.fabric, agent.getName(), t);
+                    java.util.concurrent.locks.LockSupport.parkNanos(1_000_000); // no hot loop on a lasting fault
                 }
             }
         }
@@ -303,12 +323,7 @@ final class RoceLink implements Link {
                         device.count(SoftCounter.DROP_MALFORMED);
                         continue;
                     }
-                    if (lastFromGid == null || !lastFrom.equals(from)) {
-                        lastFrom.set(from);
-                        byte[] g = new byte[16];
-                        from.copyGidTo(g, 0);
-                        lastFromGid = Gid.of(g);
-                    }
+                    lastFromGid = sourceGid(from);
                     fill(ip, lastFromGid, gid, from.port(), config.udpPort());
                     MemorySegment buf = batch.buffer(i);
                     if (gso == 0) {
@@ -332,9 +347,11 @@ final class RoceLink implements Link {
                         device.count(SoftCounter.DROP_MALFORMED); // what did not fit the slot
                     }
                 }
-            } catch (RuntimeException e) {
-                // A bug must not kill the receiver: count it; RC recovers the packet by retransmission.
+            } catch (Throwable t) {
+                // Outside a packet's dispatch (those are caught per packet in SoftDevice.receive): the batch's
+                // bookkeeping. It must not kill the receiver: count and report it; RC recovers by retransmission.
                 device.count(SoftCounter.ROCE_RX_ERRORS);
+                EngineErrors.receiveFailed(device, null, p, t);
             } finally {
                 device.deferAcks(false);
                 if (!poller) {
@@ -342,6 +359,27 @@ final class RoceLink implements Link {
                 }
                 device.fabric.unlockEngine();
             }
+        }
+
+        private Gid sourceGid(SockAddr from) {
+            if (lastFromAddr != null && lastFromAddr.equals(from)) {
+                return lastFromGid; // the common case: the same peer as the datagram before
+            }
+            int h = from.hashCode() & (SOURCE_CACHE - 1);
+            SockAddr a = fromAddr[h];
+            if (a != null && a.equals(from)) {
+                lastFromAddr = a;
+                return fromGid[h];
+            }
+            if (a == null) {
+                a = fromAddr[h] = new SockAddr(); // once per cache slot
+            }
+            a.set(from);
+            from.copyGidTo(gidScratch, 0);
+            Gid g = Gid.of(gidScratch);
+            fromGid[h] = g;
+            lastFromAddr = a;
+            return g;
         }
 
         /** Checks and dispatches one datagram of a receive slot; {@link #ip} holds its addresses. */
@@ -370,8 +408,9 @@ final class RoceLink implements Link {
         for (int i = 0; i < endpoints.size(); i++) {
             got |= endpoints.get(i).poll();
         }
-        for (Endpoint g : groups.values()) {
-            got |= g.poll();
+        Endpoint[] gs = groupList;
+        for (int i = 0; i < gs.length; i++) {
+            got |= gs[i].poll();
         }
         return got;
     }
@@ -404,6 +443,7 @@ final class RoceLink implements Link {
                     + mgid + " on " + on.address.getHostAddress() + " port " + config.udpPort() + ": " + e.getMessage());
         }
         groups.put(mgid, g);
+        groupList = groups.values().toArray(Endpoint[]::new);
         if (!closed) {
             g.agent.start();
         }
@@ -412,6 +452,7 @@ final class RoceLink implements Link {
     /** Leaves a group joined by {@link #joinGroup} (last detach). Engine lock held. */
     void leaveGroup(Gid mgid) {
         Endpoint g = groups.remove(mgid);
+        groupList = groups.values().toArray(Endpoint[]::new);
         if (g != null) {
             g.socket.close(); // its agent sees the closed socket and ends
         }
@@ -468,6 +509,21 @@ final class RoceLink implements Link {
             l.add(e.gid);
         }
         return l;
+    }
+
+    /** Points {@code a} at a GID's IP address without allocating ({@code scratch}: 16 bytes for IPv6). */
+    private static void setAddress(SockAddr a, Gid g, int port, byte[] scratch) {
+        if (g.isIpv4Mapped()) {
+            a.setIpv4((int) g.lo(), port);
+            return;
+        }
+        long hi = g.hi();
+        long lo = g.lo();
+        for (int i = 0; i < 8; i++) {
+            scratch[i] = (byte) (hi >>> (56 - 8 * i));
+            scratch[8 + i] = (byte) (lo >>> (56 - 8 * i));
+        }
+        a.setIpv6(scratch, 0, port);
     }
 
     private static void fill(PseudoHeader ip, Gid src, Gid dst, int srcPort, int dstPort) {
@@ -570,7 +626,7 @@ final class RoceLink implements Link {
             runCount[r] = 1;
             runClosed[r] = false;
             if (!p.dgid.equals(txToGid)) {
-                txTo.set(p.dgid.toInetAddress(), config.udpPort());
+                setAddress(txTo, p.dgid, config.udpPort(), txGidBytes);
                 txToGid = p.dgid;
             }
             runGid[r] = p.dgid;

@@ -19,15 +19,18 @@ import org.rdma4j.verbs.PortAttributes;
 import org.rdma4j.verbs.PortState;
 import org.rdma4j.verbs.QpType;
 import org.rdma4j.verbs.VerbsException;
+import org.rdma4j.verbs.spi.GsiAccess;
 
 /**
  * A software RDMA device on a {@link SoftFabric}: one port, link layer Ethernet (RoCE-style GID
  * addressing), GID 0 is fe80::&lt;node GUID&gt; as rxe derives it from a MAC. Holds the device-wide
  * key and QP-number tables and the receive dispatcher.
  */
-public final class SoftDevice implements Device {
+public final class SoftDevice implements Device, GsiAccess {
     /** Largest message (rxe RXE_MAX_MSG_SZ). */
     static final long MAX_MSG_SZ = 1L << 31;
+    /** Largest memory region, max_mr_size (rxe RXE_MAX_MR_SIZE is 2^31 too). */
+    static final long MAX_MR_SIZE = 1L << 31;
     static final int MAX_QP = 16_384;
     static final int MAX_MR = 65_536;
     static final int MAX_QP_WR = 16_384;
@@ -124,6 +127,13 @@ public final class SoftDevice implements Device {
         SoftContext ctx = new SoftContext(this);
         contexts.add(ctx);
         return ctx;
+    }
+
+    /** {@inheritDoc} The port's QP1 for a user-space MAD layer; see {@link SoftGsi}. */
+    @Override
+    public org.rdma4j.verbs.QueuePair createSpecialQp(org.rdma4j.verbs.ProtectionDomain pd, SpecialQp kind, int port,
+                                                      org.rdma4j.verbs.QpInitAttributes attrs) {
+        return SoftGsi.create(this, pd, kind, port, attrs);
     }
 
     void contextClosed(SoftContext ctx) {
@@ -289,7 +299,7 @@ public final class SoftDevice implements Device {
     }
 
     DeviceAttributes attributes() {
-        return new DeviceAttributes("0.1.0", guid, guid, MAX_MSG_SZ, 0xFFFF_F000L, 0xFFFFFF, 0, 0,
+        return new DeviceAttributes("0.1.0", guid, guid, MAX_MR_SIZE, 0xFFFF_F000L, 0xFFFFFF, 0, 0,
                 MAX_QP, MAX_QP_WR, 0, MAX_SGE, 16_384, MAX_CQE, MAX_MR - 1, 65_536, MAX_RD_ATOMIC, MAX_RD_ATOMIC,
                 8_192, MAX_QP_WR, MAX_SGE, 65_536, MAX_INLINE, "ATOMIC_HCA", 1, 15);
     }
@@ -360,6 +370,16 @@ public final class SoftDevice implements Device {
             }
         }
         throw new VerbsException(Errno.ENOMEM, "QP table full (" + MAX_QP + " QPs)");
+    }
+
+    /** Takes QP number 1 for the GSI QP ({@link SoftGsi}). */
+    int addGsiQp(SoftQp qp) {
+        if (qps[SoftGsi.GSI_QPN] != null) {
+            throw new VerbsException(Errno.EBUSY, "the GSI QP (QP1) of " + name + " port 1 exists already: one MAD"
+                    + " layer owns it (close the other first)");
+        }
+        qps[SoftGsi.GSI_QPN] = qp;
+        return SoftGsi.GSI_QPN;
     }
 
     void removeQp(int qpn) {
@@ -474,6 +494,17 @@ public final class SoftDevice implements Device {
      * keeps a reference to it or to its payload.
      */
     void receive(Packet p) {
+        try {
+            dispatch(p);
+        } catch (Throwable t) {
+            // no engine thread dies of one packet: the QP it was for goes to ERR, the thread carries on
+            int qpn = p.destQpn;
+            SoftQp qp = qpn > 0 && qpn < qps.length ? qps[qpn] : null;
+            EngineErrors.receiveFailed(this, qp, p, t);
+        }
+    }
+
+    private void dispatch(Packet p) {
         count(SoftCounter.RCVD_PKTS);
         int mask = p.mask();
         if (mask == 0) {

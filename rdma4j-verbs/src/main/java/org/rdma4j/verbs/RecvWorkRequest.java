@@ -10,6 +10,7 @@ public final class RecvWorkRequest {
     private final ScatterGatherEntry[] sgList;
     private int numSge;
     private Errno postError;
+    private String postErrorMessage;
 
     /** Creates a request with room for 4 scatter entries. */
     public RecvWorkRequest() {
@@ -37,7 +38,7 @@ public final class RecvWorkRequest {
     }
 
     /**
-     * Sets the identifier returned in the completion.
+     * Sets identifier returned in the completion.
      *
      * @param wrId identifier returned in the completion
      * @return this
@@ -53,7 +54,7 @@ public final class RecvWorkRequest {
     }
 
     /**
-     * Sets the entries in use.
+     * Sets entries in use.
      *
      * @param numSge entries in use
      * @return this
@@ -93,18 +94,38 @@ public final class RecvWorkRequest {
         return this;
     }
 
-    /** {@return why the last post of this request was refused, or null} */
+    /** {@return why the last post of this request was refused, or null if it was accepted} */
     public Errno postError() {
         return postError;
     }
 
     /**
-     * Sets why the request was refused.
+     * {@return what was wrong with the last refused post and what to do about it (for example "QP 0x11 is in
+     * RESET: ..."), or null if it was accepted; the errno alone when the provider gave no sentence}
      *
-     * @param postError set by providers when they refuse the request
+     */
+    public String postErrorMessage() {
+        return postError == null ? null : postErrorMessage != null ? postErrorMessage : postError.name();
+    }
+
+    /**
+     * Set by providers when they refuse this request at post time, without a sentence.
+     *
+     * @param postError the reason, or null
      */
     public void postError(Errno postError) {
+        postError(postError, null);
+    }
+
+    /**
+     * Set by providers when they refuse this request at post time.
+     *
+     * @param postError the reason, or null when the request was accepted
+     * @param message   what was wrong and what to do, or null
+     */
+    public void postError(Errno postError, String message) {
         this.postError = postError;
+        this.postErrorMessage = message;
     }
 
     @Override
