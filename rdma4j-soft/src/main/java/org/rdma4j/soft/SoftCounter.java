@@ -74,6 +74,26 @@ public enum SoftCounter {
     /** Receives that held several datagrams coalesced by UDP GRO. */
     ROCE_GRO_RECEIVES;
 
+    /** {@return whether the counter counts dropped packets (each count is a JFR event and a log line)} */
+    public boolean isDrop() {
+        return switch (this) {
+            case DROP_NO_QP, DROP_BAD_STATE, DROP_QKEY_VIOLATION, DROP_MESSAGE, DROP_NO_ROUTE, DROP_NO_MCAST_GROUP,
+                 ICRC_ERROR, DROP_BAD_ADDRESS, DROP_MALFORMED -> true;
+            default -> false;
+        };
+    }
+
+    /**
+     * {@return whether such a drop points at a broken or hostile peer rather than at normal operation, so
+     *     it is worth a (rate-limited) warning}
+     */
+    public boolean suspicious() {
+        return switch (this) {
+            case ICRC_ERROR, DROP_MALFORMED, DROP_BAD_ADDRESS, DROP_QKEY_VIOLATION -> true;
+            default -> false;
+        };
+    }
+
     /**
      * {@return the name {@code Context.queryPortCounters} gives it: rxe's hw counter name where rxe counts the
      * same thing (rxe_hw_counters.c), else the lower-case constant name}

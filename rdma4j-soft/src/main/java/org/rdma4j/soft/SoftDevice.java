@@ -2,9 +2,11 @@
 package org.rdma4j.soft;
 
 import java.util.Arrays;
+import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.CopyOnWriteArrayList;
 
+import org.rdma4j.common.CounterFile;
 import org.rdma4j.dma.DmaConfig;
 import org.rdma4j.dma.DmaSpace;
 import org.rdma4j.verbs.AsyncEvent;
@@ -59,8 +61,11 @@ public final class SoftDevice implements Device {
     private volatile Gid[] gids;
     /** The RoCEv2 link when the device is bound to IP addresses, else null. */
     private volatile RoceLink roce;
-    // Written only under the engine lock; read by anyone (a statistic may lag by a few increments).
-    private final long[] counters = new long[SoftCounter.values().length];
+    /**
+     * Written only under the engine lock; read by anyone (a statistic may lag by a few increments). Mapped
+     * from a file other processes read ('rdma4j statistic show', {@link CounterFile}).
+     */
+    private final CounterFile counters;
     private final CopyOnWriteArrayList<SoftContext> contexts = new CopyOnWriteArrayList<>();
 
     // Key and QPN tables: guarded by the engine lock for writes; readers are engine code.
@@ -83,7 +88,11 @@ public final class SoftDevice implements Device {
         this.gids = new Gid[] {gid0};
         this.keyVariants = new SplittableRandom(guid ^ System.nanoTime());
         this.link = fabric.defaultLink();
+        this.counters = CounterFile.create(name + "/1", COUNTER_NAMES);
     }
+
+    private static final List<String> COUNTER_NAMES =
+            Arrays.stream(SoftCounter.values()).map(SoftCounter::rxeName).toList();
 
     @Override
     public String name() {
@@ -154,7 +163,7 @@ public final class SoftDevice implements Device {
      * @param c a counter
      */
     public long counter(SoftCounter c) {
-        return counters[c.ordinal()];
+        return counters.get(c.ordinal());
     }
 
     /**
@@ -167,7 +176,7 @@ public final class SoftDevice implements Device {
         fabric.lockEngine();
         try {
             for (SoftCounter c : SoftCounter.values()) {
-                m.put(c.rxeName(), counters[c.ordinal()]);
+                m.put(c.rxeName(), counters.get(c.ordinal()));
             }
         } finally {
             fabric.unlockEngine();
@@ -177,12 +186,15 @@ public final class SoftDevice implements Device {
 
     /** Engine lock held. */
     void count(SoftCounter c) {
-        counters[c.ordinal()]++;
+        counters.increment(c.ordinal());
+        if (c.isDrop()) {
+            SoftEvents.drop(this, c);
+        }
     }
 
     /** Engine lock held. */
     void count(SoftCounter c, long n) {
-        counters[c.ordinal()] += n;
+        counters.add(c.ordinal(), n);
     }
 
     boolean portActive() {

@@ -63,6 +63,9 @@ public final class Main {
                 return DevInfo.devinfoMain(rest, out, err);
             case "link":
                 return LinkCommand.main(rest, out, err);
+            case "statistic":
+            case "stat":
+                return StatisticCommand.main(rest, out, err);
             case "ipoib":
                 return IpoibCommand.main(rest, out, err, StopSignal.PROCESS);
             case "help":
@@ -103,6 +106,7 @@ public final class Main {
         s.println("                                 ibv_*_pingpong: server, or client of <host>; --loopback runs both");
         s.println("                                 here (rc_pingpong --help lists the flags)");
         s.println("  link [add|delete|show]         configure RoCEv2 devices bound to IP addresses (like rdma link)");
+        s.println("  statistic [show] [link DEV[/P]] port counters of running rdma4j processes (like rdma statistic)");
         s.println("  ipoib -d dev --ifname ib0 --addr 10.200.0.1/24");
         s.println("                                 IP over InfiniBand (RFC 4391 datagram mode) on a TUN interface, until");
         s.println("                                 Ctrl-C (root; ipoib --help lists the options)");
