@@ -145,7 +145,9 @@ public final class CounterFile implements AutoCloseable {
      */
     public void add(int i, long n) {
         long off = index(i);
-        LONG.setOpaque(values, off, (long) LONG.getOpaque(values, off) + n);
+        // Plain access: the writer holds the caller's lock; a reader in another process sees the store
+        // when the CPU makes it visible (x86 and ARM keep 8-byte aligned stores whole).
+        values.set(ValueLayout.JAVA_LONG, off, values.get(ValueLayout.JAVA_LONG, off) + n);
     }
 
     /**

@@ -86,21 +86,6 @@ public final class SoftProvider implements VerbsProvider {
                             "rdma4j: RoCE device " + e.getKey() + " not created: " + ex.getMessage());
                 }
             }
-            if (System.getProperty("rdma4j.soft.counters") != null) {
-                // -Drdma4j.soft.counters: print each device's non-zero counters at exit (where a benchmark's
-                // packets went: retransmissions, drops, GSO/GRO use), as rxe shows them in its hw_counters
-                Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-                    for (SoftDevice d : f.devices()) {
-                        StringBuilder b = new StringBuilder("rdma4j counters ").append(d.name()).append(':');
-                        for (SoftCounter c : SoftCounter.values()) {
-                            if (d.counter(c) != 0) {
-                                b.append(' ').append(c.name().toLowerCase(java.util.Locale.ROOT)).append('=').append(d.counter(c));
-                            }
-                        }
-                        SoftEvents.LOG.log(System.Logger.Level.INFO, b.toString());
-                    }
-                }, "rdma4j-counters"));
-            }
             return f;
         }
     }

@@ -30,7 +30,32 @@ public final class Main {
         }, "rdma4j-ctrl-c"));
         int rc = run(args, System.out, System.err);
         System.out.flush();
+        if (System.getProperty("rdma4j.soft.counters") != null) {
+            printCounters(System.err);
+        }
         System.exit(rc);
+    }
+
+    /**
+     * {@code -Drdma4j.soft.counters}: each device's non-zero port counters when the tool ends (where a
+     * benchmark's packets went: retransmissions, drops, GSO/GRO use), as rxe shows them in its hw_counters.
+     * {@code rdma4j statistic show} reads them while a process runs.
+     */
+    private static void printCounters(PrintStream err) {
+        for (org.rdma4j.verbs.Device d : Verbs.devices()) {
+            try (org.rdma4j.verbs.Context ctx = d.open()) {
+                StringBuilder b = new StringBuilder("rdma4j counters ").append(d.name()).append(':');
+                ctx.queryPortCounters(1).forEach((name, v) -> {
+                    if (v != 0) {
+                        b.append(' ').append(name).append('=').append(v);
+                    }
+                });
+                err.println(b);
+            } catch (RuntimeException e) {
+                err.println("rdma4j counters " + d.name() + ": " + e.getMessage());
+            }
+        }
+        err.flush();
     }
 
     /**
