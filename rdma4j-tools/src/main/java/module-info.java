@@ -6,6 +6,7 @@
  */
 module org.rdma4j.tools {
     requires transitive org.rdma4j.verbs;
+    requires org.rdma4j.common; // statistic: the counter files of running processes
     // --chart: the PNG is drawn with java.awt (headless) and written with javax.imageio.
     requires java.desktop;
     // TCP keepalive timing on the perftest exchange (a vanished peer host ends a wait).

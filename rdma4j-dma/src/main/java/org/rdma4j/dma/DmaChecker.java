@@ -8,6 +8,7 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.function.Consumer;
 
+import org.rdma4j.common.RdmaEvents;
 import org.rdma4j.verbs.Dma;
 import org.rdma4j.verbs.DmaDirection;
 
@@ -102,6 +103,7 @@ public final class DmaChecker {
 
     synchronized void report(DmaReport.Kind kind, String msg, Throwable mappedAt) {
         DmaReport r = new DmaReport(kind, msg, mappedAt, new Throwable("misuse"));
+        RdmaEvents.dmaCheckerReport(kind.name(), msg);
         if (reports.size() < MAX_REPORTS) {
             reports.add(r);
         }

@@ -2,9 +2,11 @@
 package org.rdma4j.soft;
 
 import java.util.Arrays;
+import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.CopyOnWriteArrayList;
 
+import org.rdma4j.common.CounterFile;
 import org.rdma4j.dma.DmaConfig;
 import org.rdma4j.dma.DmaSpace;
 import org.rdma4j.verbs.AsyncEvent;
@@ -62,8 +64,11 @@ public final class SoftDevice implements Device, GsiAccess {
     private volatile Gid[] gids;
     /** The RoCEv2 link when the device is bound to IP addresses, else null. */
     private volatile RoceLink roce;
-    // Written only under the engine lock; read by anyone (a statistic may lag by a few increments).
-    private final long[] counters = new long[SoftCounter.values().length];
+    /**
+     * Written only under the engine lock; read by anyone (a statistic may lag by a few increments). Mapped
+     * from a file other processes read ('rdma4j statistic show', {@link CounterFile}).
+     */
+    private final CounterFile counters;
     private final CopyOnWriteArrayList<SoftContext> contexts = new CopyOnWriteArrayList<>();
 
     // Key and QPN tables: guarded by the engine lock for writes; readers are engine code.
@@ -86,7 +91,11 @@ public final class SoftDevice implements Device, GsiAccess {
         this.gids = new Gid[] {gid0};
         this.keyVariants = new SplittableRandom(guid ^ System.nanoTime());
         this.link = fabric.defaultLink();
+        this.counters = CounterFile.create(name + "/1", COUNTER_NAMES);
     }
+
+    private static final List<String> COUNTER_NAMES =
+            Arrays.stream(SoftCounter.values()).map(SoftCounter::rxeName).toList();
 
     @Override
     public String name() {
@@ -164,7 +173,7 @@ public final class SoftDevice implements Device, GsiAccess {
      * @param c a counter
      */
     public long counter(SoftCounter c) {
-        return counters[c.ordinal()];
+        return counters.get(c.ordinal());
     }
 
     /**
@@ -177,7 +186,7 @@ public final class SoftDevice implements Device, GsiAccess {
         fabric.lockEngine();
         try {
             for (SoftCounter c : SoftCounter.values()) {
-                m.put(c.rxeName(), counters[c.ordinal()]);
+                m.put(c.rxeName(), counters.get(c.ordinal()));
             }
         } finally {
             fabric.unlockEngine();
@@ -187,12 +196,15 @@ public final class SoftDevice implements Device, GsiAccess {
 
     /** Engine lock held. */
     void count(SoftCounter c) {
-        counters[c.ordinal()]++;
+        counters.increment(c.ordinal());
+        if (c.isDrop()) {
+            SoftEvents.drop(this, c);
+        }
     }
 
     /** Engine lock held. */
     void count(SoftCounter c, long n) {
-        counters[c.ordinal()] += n;
+        counters.add(c.ordinal(), n);
     }
 
     boolean portActive() {

@@ -56,6 +56,8 @@ final class SoftQp extends SoftResource implements QueuePair {
 
     // Attributes (engine lock for writes after creation).
     volatile QpState state = QpState.RESET;
+    /** modify() is moving the QP to ERR (engine lock): moveToError reports the change as the modify's. */
+    private boolean modifyingToError;
     int qkey;
     int pkeyIndex;
     int port = 1;
@@ -320,9 +322,17 @@ final class SoftQp extends SoftResource implements QueuePair {
             enSqdAsyncNotify = a.enSqdAsyncNotify();
         }
         if (next != cur) {
+            SoftEvents.qpState(this, cur, next, "modify");
             switch (next) {
                 case RESET -> reset();
-                case ERR -> moveToError();
+                case ERR -> {
+                    modifyingToError = true;
+                    try {
+                        moveToError();
+                    } finally {
+                        modifyingToError = false;
+                    }
+                }
                 case SQD -> {
                     state = QpState.SQD;
                     maybeSqDrained();
@@ -435,6 +445,9 @@ final class SoftQp extends SoftResource implements QueuePair {
      */
     void moveToError() {
         boolean was = state == QpState.ERR;
+        if (!was && !modifyingToError) {
+            SoftEvents.qpState(this, state, QpState.ERR, "error");
+        }
         state = QpState.ERR;
         retransDeadline = 0;
         rnrDeadline = 0;
