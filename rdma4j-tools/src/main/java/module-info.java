@@ -6,7 +6,9 @@
  */
 module org.rdma4j.tools {
     requires transitive org.rdma4j.verbs;
-    requires org.rdma4j.common; // statistic: the counter files of running processes
+    // RoceLinks: the links-file format `link` edits and the soft provider reads; statistic: the counter
+    // files of running processes.
+    requires org.rdma4j.common;
     // --chart: the PNG is drawn with java.awt (headless) and written with javax.imageio.
     requires java.desktop;
     // TCP keepalive timing on the perftest exchange (a vanished peer host ends a wait).

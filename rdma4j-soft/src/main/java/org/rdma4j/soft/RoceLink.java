@@ -476,9 +476,14 @@ final class RoceLink implements Link {
             }
         } catch (IOException e) {
             close();
-            throw new VerbsException(Errno.EADDRNOTAVAIL, "cannot bind RoCE device " + device.name() + " to UDP port "
-                    + config.udpPort() + " on " + config.addresses() + ": " + e.getMessage()
-                    + " (is the address configured on an interface, or is rdma_rxe using the port?)");
+            String where = "cannot bind RoCE device " + device.name() + " to UDP port " + config.udpPort() + " on "
+                    + config.addresses().stream().map(InetAddress::getHostAddress).toList() + ": " + e.getMessage();
+            if (e instanceof NativeIOException n && n.errno() == Errors.EADDRINUSE) {
+                throw new VerbsException(Errno.EADDRINUSE, where + " (another process uses this device: a RoCE device"
+                        + " serves one process at a time, the first that creates a QP on it; or rdma_rxe has the port)");
+            }
+            throw new VerbsException(Errno.EADDRNOTAVAIL, where + " (is the address configured on an interface? Local"
+                    + " addresses: " + String.join(", ", org.rdma4j.common.RoceLinks.localAddresses()) + ")");
         }
         this.v4 = e4;
         this.v6 = e6;

@@ -64,6 +64,8 @@ public final class SoftDevice implements Device, GsiAccess {
     private volatile Gid[] gids;
     /** The RoCEv2 link when the device is bound to IP addresses, else null. */
     private volatile RoceLink roce;
+    /** A RoCE configuration the device binds when its first QP is created ({@link #bindOnFirstQp}), or null. */
+    private volatile RoceConfig unbound;
     /**
      * Written only under the engine lock; read by anyone (a statistic may lag by a few increments). Mapped
      * from a file other processes read ('rdma4j statistic show', {@link CounterFile}).
@@ -117,7 +119,7 @@ public final class SoftDevice implements Device, GsiAccess {
      */
     @Override
     public String providerName() {
-        return roce != null ? "rxe" : "soft";
+        return roce != null || unbound != null ? "rxe" : "soft";
     }
 
     /** {@return how this device reaches memory, and its DMA checker if on} */
@@ -230,6 +232,42 @@ public final class SoftDevice implements Device, GsiAccess {
         this.activeMtu = mtu;
         this.roce = link;
         this.link = link;
+    }
+
+    /**
+     * Makes the device a RoCE device that binds its addresses when its first QP is created (called once by
+     * {@link SoftFabric#addRoceDeviceBoundOnFirstQp}, before anyone else sees the device): its GIDs, GUID
+     * and MTU are the configuration's from now on, as they will be once bound.
+     */
+    void configureRoce(RoceConfig config) {
+        Gid[] g = new Gid[config.addresses().size()];
+        for (int i = 0; i < g.length; i++) {
+            g[i] = Gid.ofInetAddress(config.addresses().get(i)); // as RoceLink's endpoints: configuration order
+        }
+        this.gids = g;
+        this.guid = guidFor(g[0]);
+        this.activeMtu = config.resolveMtu();
+        this.unbound = config;
+    }
+
+    /**
+     * Binds a device added by {@link SoftFabric#addRoceDeviceBoundOnFirstQp} (once; later calls return at
+     * once). Called before a QP is created, outside the engine lock.
+     *
+     * @throws VerbsException EADDRINUSE when another process (or rdma_rxe) has the address and port,
+     *                        EADDRNOTAVAIL when this host does not have the address; the next QP tries again
+     */
+    void bindOnFirstQp() {
+        if (unbound == null) {
+            return;
+        }
+        synchronized (this) {
+            RoceConfig c = unbound;
+            if (c != null) {
+                fabric.bindRoce(this, c);
+                unbound = null;
+            }
+        }
     }
 
     /**
