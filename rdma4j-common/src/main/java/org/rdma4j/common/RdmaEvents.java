@@ -15,7 +15,7 @@ import jdk.jfr.StackTrace;
  * a flag when no recording takes the event, so it may sit on a per-packet path.
  *
  * <p>Record a run with {@code java -XX:StartFlightRecording=filename=run.jfr ...}, then
- * {@code jfr print --categories rdma4j run.jfr} or open the file in JDK Mission Control. Events:
+ * {@code jfr print --events 'org.rdma4j.*' run.jfr} or open the file in JDK Mission Control. Events:
  * <ul>
  * <li>{@code org.rdma4j.QpStateChange}: a QP moved to another state (by {@code modify}, or to ERR by an error);
  * <li>{@code org.rdma4j.Retransmit}: the requester went back and resent (a timeout or a NAK), one per retry;
