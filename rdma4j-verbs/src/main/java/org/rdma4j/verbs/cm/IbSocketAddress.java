@@ -22,19 +22,19 @@ public final class IbSocketAddress extends SocketAddress {
     /** The default P_Key. */
     public static final int DEFAULT_PKEY = 0xFFFF;
 
-    /** The GID's high 64 bits. */
+    /** The GID's upper half. */
     private final long gidHi;
-    /** The GID's low 64 bits. */
+    /** The GID's lower half. */
     private final long gidLo;
-    /** The IB service ID. */
+    /** The service ID. */
     private final long serviceId;
     /** The P_Key. */
     private final int pkey;
 
     /**
-     * Creates an address with the default P_Key.
+     * An address with the default P_Key.
      *
-     * @param gid the GID; {@link Gid#ZERO} is the wildcard (bind on every device)
+     * @param gid       the GID; {@link Gid#ZERO} is the wildcard (bind on every device)
      * @param serviceId the IB service ID (0 on bind: the provider picks one in the IB port space)
      */
     public IbSocketAddress(Gid gid, long serviceId) {
@@ -42,11 +42,11 @@ public final class IbSocketAddress extends SocketAddress {
     }
 
     /**
-     * Creates an address.
+     * An address.
      *
-     * @param gid the GID; {@link Gid#ZERO} is the wildcard
+     * @param gid       the GID; {@link Gid#ZERO} is the wildcard
      * @param serviceId the IB service ID
-     * @param pkey the P_Key (0xFFFF on RoCE)
+     * @param pkey      the P_Key (0xFFFF on RoCE)
      */
     public IbSocketAddress(Gid gid, long serviceId, int pkey) {
         this.gidHi = gid.hi();

@@ -44,9 +44,10 @@ public enum PortSpace {
     }
 
     /**
-     * {@return the IB service ID of that port in this space ({@code rdma_get_service_id})}
+     * The service ID of a port.
      *
      * @param port a port 0..65535
+     * @return the IB service ID of that port in this space ({@code rdma_get_service_id})
      */
     public long serviceId(int port) {
         return ((long) value << 16) | (port & 0xFFFF);
@@ -72,9 +73,10 @@ public enum PortSpace {
     }
 
     /**
-     * {@return the space}
+     * The space of an RDMA_PS_* number.
      *
      * @param value an RDMA_PS_* number
+     * @return the space
      * @throws IllegalArgumentException for an unknown number
      */
     public static PortSpace ofValue(int value) {

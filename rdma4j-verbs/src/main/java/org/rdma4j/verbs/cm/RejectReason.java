@@ -98,9 +98,10 @@ public enum RejectReason {
     }
 
     /**
-     * {@return the reason, or null for a number IBA does not define}
+     * The reason of a number.
      *
      * @param value a reason number
+     * @return the reason, or null for a number IBA does not define
      */
     public static RejectReason ofValue(int value) {
         for (RejectReason r : values()) {

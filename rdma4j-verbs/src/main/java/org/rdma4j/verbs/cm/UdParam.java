@@ -15,11 +15,11 @@ import org.rdma4j.verbs.AhAttributes;
  */
 public record UdParam(AhAttributes ah, int qpNum, int qkey) {
     /**
-     * Checks and copies the components.
+     * The peer of a UD "connection".
      *
-     * @param ah the address vector (copied)
+     * @param ah    the address vector (copied)
      * @param qpNum the peer QP number
-     * @param qkey the peer Q_Key
+     * @param qkey  the peer Q_Key
      */
     public UdParam {
         ah = ah == null ? null : ah.copy();
