@@ -159,7 +159,7 @@ public final class UserCm implements CmProvider, AutoCloseable {
         }
     }
 
-    /** @return a builder */
+    /** {@return a builder} */
     public static Builder builder() {
         return new Builder();
     }
@@ -266,8 +266,9 @@ public final class UserCm implements CmProvider, AutoCloseable {
     }
 
     /**
+     * {@return its value}
+     *
      * @param c a counter
-     * @return its value
      */
     public long counter(CmCounter c) {
         lock.lock();
@@ -278,7 +279,7 @@ public final class UserCm implements CmProvider, AutoCloseable {
         }
     }
 
-    /** @return every counter by {@link CmCounter#counterName()}, read together */
+    /** {@return every counter by {@link CmCounter#counterName()}, read together} */
     public Map<String, Long> counters() {
         Map<String, Long> m = new LinkedHashMap<>();
         lock.lock();
@@ -292,7 +293,7 @@ public final class UserCm implements CmProvider, AutoCloseable {
         return Collections.unmodifiableMap(m);
     }
 
-    /** @return how many IB CM communications exist (listeners and TIMEWAIT ones included) */
+    /** {@return how many IB CM communications exist (listeners and TIMEWAIT ones included)} */
     public int communications() {
         lock.lock();
         try {
@@ -354,7 +355,7 @@ public final class UserCm implements CmProvider, AutoCloseable {
         return id;
     }
 
-    /** @return the port that owns the address, or null */
+    /** {@return the port that owns the address, or null} */
     MadPort portOwning(InetAddress a) {
         for (MadPort p : ports) {
             if (p.active() && p.owns(a)) {
@@ -468,7 +469,7 @@ public final class UserCm implements CmProvider, AutoCloseable {
         }
     }
 
-    /** @return whether the CM is closed */
+    /** {@return whether the CM is closed} */
     boolean isClosed() {
         return closed;
     }
