@@ -143,6 +143,14 @@ public final class Libc {
     public static final long MAP_FAILED = -1L;
     /** getrlimit resource: bytes of memory that may be locked (pinned). */
     public static final int RLIMIT_MEMLOCK = 8;
+    /** dlopen: resolve every symbol at load time. */
+    public static final int RTLD_NOW = 2;
+    /** dlopen: the library's symbols do not satisfy other libraries' references. */
+    public static final int RTLD_LOCAL = 0;
+    /** eventfd: non-blocking (O_NONBLOCK). */
+    public static final int EFD_NONBLOCK = 0x800;
+    /** eventfd: close on exec (O_CLOEXEC). */
+    public static final int EFD_CLOEXEC = 0x80000;
     /** setns: a network namespace. */
     public static final int CLONE_NEWNET = 0x40000000;
 
@@ -189,10 +197,16 @@ public final class Libc {
     private static final MethodHandle MUNMAP = bind("munmap", FunctionDescriptor.of(I, L, L));
     private static final MethodHandle GETRLIMIT = bind("getrlimit", FunctionDescriptor.of(I, I, P));
     private static final MethodHandle SETNS = bind("setns", FunctionDescriptor.of(I, I, I));
+    private static final MethodHandle EVENTFD = bind("eventfd", FunctionDescriptor.of(I, I, I));
     // fcntl, open and ioctl are variadic: the third argument is passed as a variadic one, as C would
     private static final MethodHandle FCNTL = bindVariadic("fcntl", FunctionDescriptor.of(I, I, I, I));
     private static final MethodHandle OPEN = bindVariadic("open", FunctionDescriptor.of(I, P, I, I));
     private static final MethodHandle IOCTL = bindVariadic("ioctl", FunctionDescriptor.of(I, I, L, P));
+    // the dynamic loader (in libc.so.6 since glibc 2.34); dlerror() reports its errors, not errno
+    private static final MethodHandle DLOPEN = LINKER.downcallHandle(find("dlopen"), FunctionDescriptor.of(P, P, I));
+    private static final MethodHandle DLSYM = LINKER.downcallHandle(find("dlsym"), FunctionDescriptor.of(P, P, P));
+    private static final MethodHandle DLVSYM = LINKER.downcallHandle(find("dlvsym"), FunctionDescriptor.of(P, P, P, P));
+    private static final MethodHandle DLERROR = LINKER.downcallHandle(find("dlerror"), FunctionDescriptor.of(P));
     private static final MethodHandle STRERROR = LINKER.downcallHandle(find("strerror"), FunctionDescriptor.of(P, I));
 
     private Libc() {
@@ -211,18 +225,16 @@ public final class Libc {
     }
 
     /**
-     * {@return a segment to pass as the captured call state of the calls here}
-     *
      * @param arena owns the segment
+     * @return a segment to pass as the captured call state of the calls here
      */
     public static MemorySegment newCallState(Arena arena) {
         return arena.allocate(CALL_STATE);
     }
 
     /**
-     * {@return the errno that call left}
-     *
      * @param state a call state passed to the last failed call
+     * @return the errno that call left
      */
     public static int errno(MemorySegment state) {
         return (int) ERRNO_HANDLE.get(state, 0L);
@@ -241,12 +253,11 @@ public final class Libc {
     }
 
     /**
-     * {@return the descriptor, or -1 with errno}
-     *
      * @param st call state
      * @param domain AF_INET or AF_INET6
      * @param type SOCK_DGRAM or SOCK_RAW, with SOCK_CLOEXEC
      * @param protocol protocol number
+     * @return the descriptor, or -1 with errno
      */
     public static int socket(MemorySegment st, int domain, int type, int protocol) {
         try {
@@ -257,12 +268,11 @@ public final class Libc {
     }
 
     /**
-     * {@return 0, or -1 with errno}
-     *
      * @param st call state
      * @param fd socket
      * @param addr sockaddr
      * @param len its length
+     * @return 0, or -1 with errno
      */
     public static int bind(MemorySegment st, int fd, MemorySegment addr, int len) {
         try {
@@ -273,14 +283,13 @@ public final class Libc {
     }
 
     /**
-     * {@return 0, or -1 with errno}
-     *
      * @param st call state
      * @param fd socket
      * @param level option level
      * @param name option name
      * @param val option value
      * @param len its length
+     * @return 0, or -1 with errno
      */
     public static int setsockopt(MemorySegment st, int fd, int level, int name, MemorySegment val, int len) {
         try {
@@ -291,14 +300,13 @@ public final class Libc {
     }
 
     /**
-     * {@return 0, or -1 with errno}
-     *
      * @param st call state
      * @param fd socket
      * @param level option level
      * @param name option name
      * @param val receives the value
      * @param lenp in: room in {@code val}; out: the value's length (an int)
+     * @return 0, or -1 with errno
      */
     public static int getsockopt(MemorySegment st, int fd, int level, int name, MemorySegment val, MemorySegment lenp) {
         try {
@@ -309,12 +317,11 @@ public final class Libc {
     }
 
     /**
-     * {@return 0, or -1 with errno}
-     *
      * @param st call state
      * @param fd socket
      * @param addr receives the bound address
      * @param lenp in: room; out: the address length (an int)
+     * @return 0, or -1 with errno
      */
     public static int getsockname(MemorySegment st, int fd, MemorySegment addr, MemorySegment lenp) {
         try {
@@ -325,8 +332,6 @@ public final class Libc {
     }
 
     /**
-     * {@return bytes sent, or -1 with errno}
-     *
      * @param st call state
      * @param fd socket
      * @param buf data
@@ -334,6 +339,7 @@ public final class Libc {
      * @param flags MSG_ flags
      * @param addr destination sockaddr
      * @param alen its length
+     * @return bytes sent, or -1 with errno
      */
     public static long sendto(MemorySegment st, int fd, MemorySegment buf, long len, int flags, MemorySegment addr,
             int alen) {
@@ -345,8 +351,6 @@ public final class Libc {
     }
 
     /**
-     * {@return the length, or -1 with errno}
-     *
      * @param st call state
      * @param fd socket
      * @param buf receives the data
@@ -354,6 +358,7 @@ public final class Libc {
      * @param flags MSG_ flags
      * @param addr receives the source address, or NULL
      * @param alenp in: room; out: the address length (an int), or NULL
+     * @return the length, or -1 with errno
      */
     public static long recvfrom(MemorySegment st, int fd, MemorySegment buf, long len, int flags, MemorySegment addr,
             MemorySegment alenp) {
@@ -365,12 +370,11 @@ public final class Libc {
     }
 
     /**
-     * {@return bytes sent, or -1 with errno}
-     *
      * @param st call state
      * @param fd socket
      * @param msg struct msghdr
      * @param flags MSG_ flags
+     * @return bytes sent, or -1 with errno
      */
     public static long sendmsg(MemorySegment st, int fd, MemorySegment msg, int flags) {
         try {
@@ -381,13 +385,12 @@ public final class Libc {
     }
 
     /**
-     * {@return messages sent, or -1 with errno}
-     *
      * @param st call state
      * @param fd socket
      * @param vec struct mmsghdr array
      * @param vlen entries
      * @param flags MSG_ flags
+     * @return messages sent, or -1 with errno
      */
     public static int sendmmsg(MemorySegment st, int fd, MemorySegment vec, int vlen, int flags) {
         try {
@@ -398,14 +401,13 @@ public final class Libc {
     }
 
     /**
-     * {@return messages received, or -1 with errno}
-     *
      * @param st call state
      * @param fd socket
      * @param vec struct mmsghdr array
      * @param vlen entries
      * @param flags MSG_ flags
      * @param timeout struct timespec, or NULL
+     * @return messages received, or -1 with errno
      */
     public static int recvmmsg(MemorySegment st, int fd, MemorySegment vec, int vlen, int flags,
             MemorySegment timeout) {
@@ -417,12 +419,11 @@ public final class Libc {
     }
 
     /**
-     * {@return ready descriptors, 0 on timeout, or -1 with errno}
-     *
      * @param st call state
      * @param fds struct pollfd array
      * @param nfds entries
      * @param timeoutMs -1 forever, 0 no wait
+     * @return ready descriptors, 0 on timeout, or -1 with errno
      */
     public static int poll(MemorySegment st, MemorySegment fds, long nfds, int timeoutMs) {
         try {
@@ -453,10 +454,9 @@ public final class Libc {
     }
 
     /**
-     * {@return 0, or -1 with errno}
-     *
      * @param st call state
      * @param fd descriptor
+     * @return 0, or -1 with errno
      */
     public static int close(MemorySegment st, int fd) {
         try {
@@ -467,11 +467,10 @@ public final class Libc {
     }
 
     /**
-     * {@return 0, or -1 with errno}
-     *
      * @param st call state
      * @param fd socket
      * @param how SHUT_RDWR
+     * @return 0, or -1 with errno
      */
     public static int shutdown(MemorySegment st, int fd, int how) {
         try {
@@ -482,12 +481,11 @@ public final class Libc {
     }
 
     /**
-     * {@return the flags (F_GETFL), 0 (F_SETFL), or -1 with errno}
-     *
      * @param st call state
      * @param fd descriptor
      * @param cmd F_GETFL or F_SETFL
      * @param arg the flags for F_SETFL, else 0
+     * @return the flags (F_GETFL), 0 (F_SETFL), or -1 with errno
      */
     public static int fcntl(MemorySegment st, int fd, int cmd, int arg) {
         try {
@@ -515,11 +513,10 @@ public final class Libc {
     }
 
     /**
-     * {@return the descriptor, or -1 with errno}
-     *
      * @param st call state
      * @param path a NUL-terminated path
      * @param flags O_ flags
+     * @return the descriptor, or -1 with errno
      */
     public static int open(MemorySegment st, MemorySegment path, int flags) {
         try {
@@ -530,12 +527,11 @@ public final class Libc {
     }
 
     /**
-     * {@return the ioctl's result, or -1 with errno}
-     *
      * @param st call state
      * @param fd descriptor
      * @param request the ioctl number
      * @param arg its argument
+     * @return the ioctl's result, or -1 with errno
      */
     public static int ioctl(MemorySegment st, int fd, long request, MemorySegment arg) {
         try {
@@ -546,12 +542,11 @@ public final class Libc {
     }
 
     /**
-     * {@return bytes read, or -1 with errno}
-     *
      * @param st call state
      * @param fd descriptor
      * @param buf receives the data
      * @param len room
+     * @return bytes read, or -1 with errno
      */
     public static long read(MemorySegment st, int fd, MemorySegment buf, long len) {
         try {
@@ -562,12 +557,11 @@ public final class Libc {
     }
 
     /**
-     * {@return bytes written, or -1 with errno}
-     *
      * @param st call state
      * @param fd descriptor
      * @param buf data
      * @param len bytes
+     * @return bytes written, or -1 with errno
      */
     public static long write(MemorySegment st, int fd, MemorySegment buf, long len) {
         try {
@@ -578,8 +572,6 @@ public final class Libc {
     }
 
     /**
-     * {@return the mapping's address, or {@link #MAP_FAILED} with errno}
-     *
      * @param st call state
      * @param addr the address hint (or the exact address with MAP_FIXED_NOREPLACE), 0 for any
      * @param length bytes
@@ -587,6 +579,7 @@ public final class Libc {
      * @param flags MAP_ bits
      * @param fd file descriptor, -1 for anonymous memory
      * @param offset offset in the file
+     * @return the mapping's address, or {@link #MAP_FAILED} with errno
      */
     public static long mmap(MemorySegment st, long addr, long length, int prot, int flags, int fd, long offset) {
         try {
@@ -597,11 +590,10 @@ public final class Libc {
     }
 
     /**
-     * {@return 0, or -1 with errno}
-     *
      * @param st call state
      * @param addr a mapping's address
      * @param length its length
+     * @return 0, or -1 with errno
      */
     public static int munmap(MemorySegment st, long addr, long length) {
         try {
@@ -652,9 +644,82 @@ public final class Libc {
     }
 
     /**
-     * {@return libc's text for it (strerror), or "?" when unavailable}
+     * A counter descriptor to wake a thread waiting in {@link #poll} (eventfd(2)): writing 8 bytes makes it
+     * readable.
      *
+     * @param st call state
+     * @param initval the initial count
+     * @param flags {@link #EFD_NONBLOCK} | {@link #EFD_CLOEXEC}
+     * @return the descriptor, or -1 with errno
+     */
+    public static int eventfd(MemorySegment st, int initval, int flags) {
+        try {
+            return (int) EVENTFD.invokeExact(st, initval, flags);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * Loads a shared library (dlopen(3)); it stays loaded for the life of the process.
+     *
+     * @param soname e.g. {@code libibverbs.so.1}, found on the loader's search path
+     * @param flags  {@link #RTLD_NOW} | {@link #RTLD_LOCAL}
+     * @return the handle, or {@link MemorySegment#NULL} (then {@link #dlerror()} says why)
+     */
+    public static MemorySegment dlopen(String soname, int flags) {
+        try (Arena a = Arena.ofConfined()) {
+            return (MemorySegment) DLOPEN.invokeExact(a.allocateFrom(soname), flags);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * The default version of a symbol (dlsym(3)): what a program linked today would call.
+     *
+     * @param handle a {@link #dlopen} handle
+     * @param name   the symbol
+     * @return its address, or {@link MemorySegment#NULL}
+     */
+    public static MemorySegment dlsym(MemorySegment handle, String name) {
+        try (Arena a = Arena.ofConfined()) {
+            return (MemorySegment) DLSYM.invokeExact(handle, a.allocateFrom(name));
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * One version of a symbol (dlvsym(3), a GNU extension): the ABI of a versioned library such as
+     * libibverbs is pinned by asking for the version node a binding was written for.
+     *
+     * @param handle  a {@link #dlopen} handle
+     * @param name    the symbol
+     * @param version the version node, e.g. {@code IBVERBS_1.1}
+     * @return its address, or {@link MemorySegment#NULL} when the library has no such symbol version
+     */
+    public static MemorySegment dlvsym(MemorySegment handle, String name, String version) {
+        try (Arena a = Arena.ofConfined()) {
+            return (MemorySegment) DLVSYM.invokeExact(handle, a.allocateFrom(name), a.allocateFrom(version));
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** @return the dynamic loader's message for its last failure on this thread, or null */
+    public static String dlerror() {
+        try {
+            MemorySegment p = (MemorySegment) DLERROR.invokeExact();
+            return p.equals(MemorySegment.NULL) ? null : p.reinterpret(4096).getString(0);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /**
      * @param errno an errno value
+     * @return libc's text for it (strerror), or "?" when unavailable
      */
     public static String strerror(int errno) {
         try {
