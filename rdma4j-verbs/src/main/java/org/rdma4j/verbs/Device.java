@@ -12,7 +12,7 @@ public interface Device {
     /** {@return the name of the provider that drives it} */
     String providerName();
 
-    /** @return the transport; {@link TransportType#IB} unless the provider says otherwise */
+    /** {@return the transport; {@link TransportType#IB} unless the provider says otherwise} */
     default TransportType transportType() {
         return TransportType.IB;
     }

@@ -15,7 +15,7 @@ public interface VerbsProvider {
 
     /**
      * Why the provider offers no (or fewer) devices than a user may expect, e.g. that the kernel has no
-     * RDMA stack; {@link Verbs#device} adds it to its "not found" message.
+     * RDMA stack; {@link org.rdma4j.verbs.Verbs#device} adds it to its "not found" message.
      *
      * @return a sentence saying what is wrong and what to do, or "" when there is nothing to say
      */
