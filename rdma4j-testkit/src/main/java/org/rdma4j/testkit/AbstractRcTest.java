@@ -42,6 +42,10 @@ import org.rdma4j.verbs.WrOpcode;
  * reference (verbs-dma.md 4, roce-wire.md 4).
  */
 public abstract class AbstractRcTest extends ConformanceTestBase {
+    /** Constructor for subclasses. */
+    protected AbstractRcTest() {
+    }
+
     private static final int BUF = 4096;
 
     /** A connected pair with one all-access MR of {@link #BUF} bytes on each side. */
@@ -79,6 +83,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
 
     // ------------------------------------------------------------------ SEND / RECV
 
+    /** Should gather and scatter when send uses several SGEs on both sides. */
     @Test
     public void shouldGatherAndScatterWhenSendUsesSeveralSgesOnBothSides() {
         Rig r = rig();
@@ -123,6 +128,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertBytes(new byte[80], r.rmr().segment(), 2020, "beyond the message");
     }
 
+    /** Should carry immediate data when send with immediate. */
     @NotOnIwarp("RDMAP (RFC 5040) has no immediate data: siw refuses SEND_WITH_IMM and RDMA_WRITE_WITH_IMM at post (EINVAL, seen in the VM)")
     @Test
     public void shouldCarryImmediateDataWhenSendWithImm() {
@@ -138,6 +144,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertEquals(32, wc.byteLen());
     }
 
+    /** Should deliver zero-length send. */
     @Test
     public void shouldDeliverZeroLengthSend() {
         Rig r = rig();
@@ -149,6 +156,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertEquals(0, wc.byteLen());
     }
 
+    /** Should segment messages larger than path MTU. */
     @Test
     public void shouldSegmentMessagesLargerThanPathMtu() {
         Rig r = rig(QpConfig.rc().pathMtu(Mtu.MTU_256));
@@ -163,6 +171,11 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertBytes(data, r.rmr().segment(), 0, "12-packet SEND");
     }
 
+    /**
+     * Should fail with REM_OP_ERR and LOC_QP_OP_ERR when send exceeds receive buffer.
+     *
+     * @param length the case
+     */
     @NotOnIwarp("RDMA WRITE and SEND are not acknowledged by the responder: the requester completes them once TCP has them, and a responder error comes back as a TERMINATE that moves both QPs to ERR, not as a remote error status (seen in the VM on siw0)")
     @ParameterizedTest
     @ValueSource(ints = {64, 3000})
@@ -184,6 +197,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
 
     // ------------------------------------------------------------------ RDMA WRITE / READ
 
+    /** Should write remote memory without consuming a receive. */
     @Test
     public void shouldWriteRemoteMemoryWithoutConsumingAReceive() {
         Rig r = rig();
@@ -198,6 +212,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertNoCompletion(r.remote().recvCq());
     }
 
+    /** Should consume a receive when RDMA WRITE with immediate. */
     @NotOnIwarp("RDMAP (RFC 5040) has no immediate data: siw refuses SEND_WITH_IMM and RDMA_WRITE_WITH_IMM at post (EINVAL, seen in the VM)")
     @Test
     public void shouldConsumeAReceiveWhenRdmaWriteWithImm() {
@@ -220,6 +235,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertBytes(new byte[64], r.rmr().segment(), 3000, "receive buffer untouched");
     }
 
+    /** Should read remote memory. */
     @Test
     public void shouldReadRemoteMemory() {
         Rig r = rig();
@@ -236,6 +252,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
 
     // ------------------------------------------------------------------ remote errors
 
+    /** Should fail with REM_ACCESS_ERR and flush the rest when rkey is bad. */
     @NotOnIwarp("RDMA WRITE and SEND are not acknowledged by the responder: the requester completes them once TCP has them, and a responder error comes back as a TERMINATE that moves both QPs to ERR, not as a remote error status (seen in the VM on siw0)")
     @Test
     public void shouldFailWithRemAccessErrAndFlushTheRestWhenRkeyIsBad() {
@@ -257,6 +274,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertBytes(new byte[64], r.rmr().segment(), 0, "nothing written");
     }
 
+    /** Should fail with REM_ACCESS_ERR when remote range exceeds MR. */
     @NotOnIwarp("RDMA WRITE and SEND are not acknowledged by the responder: the requester completes them once TCP has them, and a responder error comes back as a TERMINATE that moves both QPs to ERR, not as a remote error status (seen in the VM on siw0)")
     @Test
     public void shouldFailWithRemAccessErrWhenRemoteRangeExceedsMr() {
@@ -267,6 +285,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertBytes(new byte[32], r.rmr().segment(), BUF - 32, "nothing written");
     }
 
+    /** Should fail with REM_ACCESS_ERR when read range starts before MR. */
     @NotOnIwarp("a responder error on an RDMA READ comes back as a TERMINATE: siw moves the QP to ERR and flushes the READ (WR_FLUSH_ERR); there is no REM_ACCESS_ERR status (seen in the VM on siw0)")
     @Test
     public void shouldFailWithRemAccessErrWhenReadRangeStartsBeforeMr() {
@@ -276,6 +295,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertWc(pollOne(r.local().sendCq()), WcStatus.REM_ACCESS_ERR, 1);
     }
 
+    /** Should fail with REM_ACCESS_ERR when MR lacks remote write. */
     @NotOnIwarp("RDMA WRITE and SEND are not acknowledged by the responder: the requester completes them once TCP has them, and a responder error comes back as a TERMINATE that moves both QPs to ERR, not as a remote error status (seen in the VM on siw0)")
     @Test
     public void shouldFailWithRemAccessErrWhenMrLacksRemoteWrite() {
@@ -285,6 +305,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertWc(pollOne(r.local().sendCq()), WcStatus.REM_ACCESS_ERR, 1);
     }
 
+    /** Should fail with REM_ACCESS_ERR when MR lacks remote atomic. */
     @Test
     public void shouldFailWithRemAccessErrWhenMrLacksRemoteAtomic() {
         assumeAtomics();
@@ -296,6 +317,11 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertEquals(0, getLong(noAtomic.segment(), 0), "remote value untouched");
     }
 
+    /**
+     * Should fail with REM_INV_REQ_ERR when responder QP lacks access flag.
+     *
+     * @param op the operation
+     */
     @NotOnIwarp("RDMA WRITE and SEND are not acknowledged by the responder: the requester completes them once TCP has them, and a responder error comes back as a TERMINATE that moves both QPs to ERR, not as a remote error status (seen in the VM on siw0)")
     @ParameterizedTest
     @EnumSource(value = WrOpcode.class, names = {"RDMA_WRITE", "RDMA_READ", "ATOMIC_FETCH_AND_ADD"})
@@ -325,6 +351,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
 
     // ------------------------------------------------------------------ local errors
 
+    /** Should fail with LOC_QP_OP_ERR when lkey is bad. */
     @NotOnIwarp("siw reports a bad local key or range as LOC_QP_OP_ERR at once and flushes nothing behind it (seen in the VM on siw0)")
     @Test
     public void shouldFailWithLocQpOpErrWhenLkeyIsBad() {
@@ -346,6 +373,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertEquals(QpState.RTS, r.remote().qp().state(), "responder");
     }
 
+    /** Should fail with LOC_PROT_ERR when local SGE exceeds MR. */
     @NotOnIwarp("siw reports a bad local key or range as LOC_QP_OP_ERR at once and flushes nothing behind it (seen in the VM on siw0)")
     @Test
     public void shouldFailWithLocProtErrWhenLocalSgeExceedsMr() {
@@ -356,6 +384,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertNoCompletion(r.remote().recvCq());
     }
 
+    /** Should fail with LOC_PROT_ERR when read sink lacks local write. */
     @Test
     public void shouldFailWithLocProtErrWhenReadSinkLacksLocalWrite() {
         Rig r = rig();
@@ -367,6 +396,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertBytes(new byte[64], noLocalWrite.segment(), 0, "sink untouched");
     }
 
+    /** Should fail with REM_OP_ERR and LOC_QP_OP_ERR when receive buffer lacks local write. */
     @NotOnIwarp("RDMA WRITE and SEND are not acknowledged by the responder: the requester completes them once TCP has them, and a responder error comes back as a TERMINATE that moves both QPs to ERR, not as a remote error status (seen in the VM on siw0)")
     @Test
     public void shouldFailWithRemOpErrAndLocQpOpErrWhenReceiveBufferLacksLocalWrite() {
@@ -383,6 +413,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
 
     // ------------------------------------------------------------------ atomics
 
+    /** Should swap and return original when compare matches. */
     @Test
     public void shouldSwapAndReturnOriginalWhenCompareMatches() {
         assumeAtomics();
@@ -398,6 +429,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertEquals(0x0123_4567_89AB_CDEFL, getLong(r.rmr().segment(), 64), "swapped");
     }
 
+    /** Should not swap but return current when compare mismatches. */
     @Test
     public void shouldNotSwapButReturnCurrentWhenCompareMismatches() {
         assumeAtomics();
@@ -410,6 +442,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertEquals(9L, getLong(r.rmr().segment(), 0), "not swapped");
     }
 
+    /** Should add and return original when fetch-and-add. */
     @Test
     public void shouldAddAndReturnOriginalWhenFetchAndAdd() {
         assumeAtomics();
@@ -426,6 +459,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertEquals(120L, getLong(r.rmr().segment(), 16), "sum");
     }
 
+    /** Should refuse at post when atomic remote address is misaligned. */
     @Test
     public void shouldRefuseAtPostWhenAtomicRemoteAddressIsMisaligned() {
         assumeAtomics();
@@ -437,6 +471,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertEquals(QpState.RTS, r.local().qp().state(), "a refused post leaves the QP alone");
     }
 
+    /** Should refuse at post when atomic SGE is shorter than eight. */
     @Test
     public void shouldRefuseAtPostWhenAtomicSgeIsShorterThanEight() {
         Rig r = rig();
@@ -448,6 +483,11 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertNoCompletion(r.local().sendCq());
     }
 
+    /**
+     * Should return original value in first eight bytes when atomic SGE is longer.
+     *
+     * @param length the case
+     */
     @ParameterizedTest
     @ValueSource(ints = {12, 16})
     public void shouldReturnOriginalValueInFirstEightBytesWhenAtomicSgeIsLonger(int length) {
@@ -472,6 +512,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
 
     // ------------------------------------------------------------------ inline
 
+    /** Should not check lkey and allow buffer reuse when send is inline. */
     @Test
     public void shouldNotCheckLkeyAndAllowBufferReuseWhenSendIsInline() {
         Rig r = rig();
@@ -490,6 +531,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertBytes(original, r.rmr().segment(), 0, "data as it was at post time");
     }
 
+    /** Should write inline data. */
     @Test
     public void shouldWriteInlineData() {
         Rig r = rig();
@@ -502,6 +544,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertBytes(original, r.rmr().segment(), 0, "inline RDMA WRITE");
     }
 
+    /** Should refuse at post when inline data exceeds max_inline_data. */
     @Test
     public void shouldRefuseAtPostWhenInlineDataExceedsMaxInline() {
         Rig r = rig();
@@ -515,6 +558,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
 
     // ------------------------------------------------------------------ signaling
 
+    /** Should complete only signaled WRs when others succeed unsignaled. */
     @Test
     public void shouldCompleteOnlySignaledWrsWhenOthersSucceedUnsignaled() {
         Rig r = rig();
@@ -533,6 +577,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertNoCompletion(r.local().sendCq());
     }
 
+    /** Should complete unsignaled WR when it fails. */
     @NotOnIwarp("RDMA WRITE and SEND are not acknowledged by the responder: the requester completes them once TCP has them, and a responder error comes back as a TERMINATE that moves both QPs to ERR, not as a remote error status (seen in the VM on siw0)")
     @Test
     public void shouldCompleteUnsignaledWrWhenItFails() {
@@ -543,6 +588,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertWc(pollOne(r.local().sendCq()), WcStatus.REM_ACCESS_ERR, 1);
     }
 
+    /** Should complete every WR when sq_sig_all. */
     @Test
     public void shouldCompleteEveryWrWhenSqSigAll() {
         Rig r = rig(QpConfig.rc().sqSigAll(true));
@@ -557,6 +603,11 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
 
     // ------------------------------------------------------------------ RNR
 
+    /**
+     * Should fail with RNR_RETRY_EXC_ERR when no receive is posted and retries run out.
+     *
+     * @param rnrRetry the case
+     */
     @NotOnIwarp("no RNR NAK, RNR timer or transport retry over TCP: a SEND without a posted receive or to a gone peer completes once TCP has it (seen in the VM on siw0)")
     @ParameterizedTest(name = "rnr_retry={0}")
     @ValueSource(ints = {0, 1, 2, 3, 4, 5, 6})
@@ -576,6 +627,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertEquals(QpState.RTS, r.remote().qp().state(), "responder");
     }
 
+    /** Should retry forever when rnr_retry is seven and succeed once a receive is posted. */
     @NotOnIwarp("no RNR NAK, RNR timer or transport retry over TCP: a SEND without a posted receive or to a gone peer completes once TCP has it (seen in the VM on siw0)")
     @Test
     public void shouldRetryForeverWhenRnrRetryIsSevenAndSucceedOnceAReceiveIsPosted() {
@@ -595,6 +647,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertBytes(data, r.rmr().segment(), 0, "delivered after RNR retries");
     }
 
+    /** Should use low five bits of min RNR timer above thirty one. */
     @NotOnIwarp("no RNR NAK, RNR timer or transport retry over TCP: a SEND without a posted receive or to a gone peer completes once TCP has it (seen in the VM on siw0)")
     @Test
     public void shouldUseLowFiveBitsOfMinRnrTimerAboveThirtyOne() {
@@ -610,6 +663,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertWc(a.completions().getFirst(), WcStatus.RNR_RETRY_EXC_ERR, 1);
     }
 
+    /** Should refuse reads and atomics when max dest rd atomic was above 128. */
     @NotOnIwarp("the RDMA READ depths are negotiated by the iw_cm (MPA IRD/ORD), not set with modify_qp")
     @Test
     public void shouldRefuseReadsAndAtomicsWhenMaxDestRdAtomicWasAbove128() {
@@ -630,6 +684,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
 
     // ------------------------------------------------------------------ transport retries
 
+    /** Should retry forever when retry cnt is above seven. */
     @NotOnIwarp("no RNR NAK, RNR timer or transport retry over TCP: a SEND without a posted receive or to a gone peer completes once TCP has it (seen in the VM on siw0)")
     @Test
     public void shouldRetryForeverWhenRetryCntIsAboveSeven() {
@@ -643,6 +698,11 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertEquals(QpState.RTS, r.local().qp().state(), "requester keeps retrying");
     }
 
+    /**
+     * Should fail with RETRY_EXC_ERR when peer QP is in RESET.
+     *
+     * @param retryCnt the case
+     */
     @NotOnIwarp("no RNR NAK, RNR timer or transport retry over TCP: a SEND without a posted receive or to a gone peer completes once TCP has it (seen in the VM on siw0)")
     @ParameterizedTest(name = "retry_cnt={0}")
     @ValueSource(ints = {0, 1, 3, 6})
@@ -652,6 +712,11 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         expectRetryExhaustion(r, retryCnt, 10);
     }
 
+    /**
+     * Should fail with RETRY_EXC_ERR when peer QP is destroyed.
+     *
+     * @throws Exception when the device fails the test unexpectedly
+     */
     @NotOnIwarp("no RNR NAK, RNR timer or transport retry over TCP: a SEND without a posted receive or to a gone peer completes once TCP has it (seen in the VM on siw0)")
     @Test
     public void shouldFailWithRetryExcErrWhenPeerQpIsDestroyed() throws Exception {
@@ -676,6 +741,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertEquals(QpState.ERR, r.local().qp().state(), "requester");
     }
 
+    /** Should not retransmit or fail while clock stands still. */
     @Test
     public void shouldNotRetransmitOrFailWhileClockStandsStill() {
         org.junit.jupiter.api.Assumptions.assumeFalse(fabric.realTimeTimers(),
@@ -690,6 +756,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
 
     // ------------------------------------------------------------------ ordering
 
+    /** Should make earlier write visible when later send completes at receiver. */
     @Test
     public void shouldMakeEarlierWriteVisibleWhenLaterSendCompletesAtReceiver() {
         Rig r = rig();
@@ -703,6 +770,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertWc(pollOne(r.local().sendCq()), WcStatus.SUCCESS, 2);
     }
 
+    /** Should send read result when send is fenced behind read. */
     @Test
     public void shouldSendReadResultWhenSendIsFencedBehindRead() {
         Rig r = rig();
@@ -723,6 +791,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertBytes(remoteData, r.rmr().segment(), 2048, "fenced SEND carried the READ result");
     }
 
+    /** Should complete in post order when opcodes are mixed. */
     @Test
     public void shouldCompleteInPostOrderWhenOpcodesAreMixed() {
         assumeAtomics();
@@ -754,6 +823,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
 
     // ------------------------------------------------------------------ CQ overrun
 
+    /** Should raise CQ_ERR when send CQ overruns. */
     @NotOnIwarp("siw_query_qp reports no qp_state (siw_verbs.c), so the QP state this test checks cannot be read back")
     @Test
     public void shouldRaiseCqErrWhenSendCqOverruns() {
@@ -773,6 +843,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertNoAsyncEvent(ctxA, AsyncEventType.QP_FATAL);
     }
 
+    /** Should not acknowledge send whose receive completion is lost to full CQ. */
     @NotOnIwarp("no RNR NAK, RNR timer or transport retry over TCP: a SEND without a posted receive or to a gone peer completes once TCP has it (seen in the VM on siw0)")
     @Test
     public void shouldNotAcknowledgeSendWhoseReceiveCompletionIsLostToFullCq() {
@@ -822,6 +893,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         return new Rig(p, regAll(p.local().pd(), BUF), regAll(p.remote().pd(), BUF));
     }
 
+    /** Should deliver one CQ event when armed CQ gets completions. */
     @Test
     public void shouldDeliverOneCqEventWhenArmedCqGetsCompletions() {
         Rig r = channelRig();
@@ -839,6 +911,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertNull(r.remote().recvChannel().getCqEvent(quietWindow()), "event without re-arming");
     }
 
+    /** Should fire solicited-only arm only for solicited sends. */
     @NotOnIwarp("siw 6.1 never fires a solicited-only arm for a received SEND_SE: siw_rqe_complete passes SIW_WQE_SIGNALLED, not the RQE's SIW_WQE_SOLICITED, to siw_cq_notify_now (siw_qp.c; a kernel bug, seen in the VM)")
     @Test
     public void shouldFireSolicitedOnlyArmOnlyForSolicitedSends() {
@@ -857,6 +930,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertWc(pollOne(cq), WcStatus.SUCCESS, 2);
     }
 
+    /** Should return null from ibv_get_cq_event when nothing happens. */
     @Test
     public void shouldReturnNullFromGetCqEventWhenNothingHappens() {
         Rig r = channelRig();

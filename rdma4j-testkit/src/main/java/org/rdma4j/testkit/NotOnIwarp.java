@@ -18,7 +18,9 @@ import java.lang.annotation.Target;
 @Target(ElementType.METHOD)
 public @interface NotOnIwarp {
     /**
-     * @return why the rule does not exist on iWARP, with the Linux source or VM observation that shows it
+     * Why the rule does not exist on iWARP.
+     *
+     * @return the reason, with the Linux source or VM observation that shows it
      */
     String value();
 }
