@@ -138,6 +138,12 @@ public final class SoftDevice implements Device, GsiAccess {
         return SoftGsi.create(this, pd, kind, port, attrs);
     }
 
+    /** {@inheritDoc} True for a configured RoCE device not bound yet ({@link #bindOnFirstQp}). */
+    @Override
+    public boolean bindsOnFirstUse() {
+        return unbound != null;
+    }
+
     void contextClosed(SoftContext ctx) {
         contexts.remove(ctx);
     }
@@ -287,6 +293,19 @@ public final class SoftDevice implements Device, GsiAccess {
     boolean pollLink() {
         RoceLink r = roce;
         return r != null && r.pollReceive();
+    }
+
+    /**
+     * A thread is about to block on a completion channel of this device: the ACKs its last receive deferred leave
+     * now (nobody else would send them before the peer's timeout), and the RoCE receive agents stop deferring to
+     * it, so a packet that arrives next is taken at once.
+     */
+    void waiterBlocking() {
+        fabric.flushAcksIfPending();
+        RoceLink r = roce;
+        if (r != null) {
+            r.pollerBlocking();
+        }
     }
 
     /**
