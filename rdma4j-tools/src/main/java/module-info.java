@@ -8,6 +8,8 @@ module org.rdma4j.tools {
     requires transitive org.rdma4j.verbs;
     // --chart: the PNG is drawn with java.awt (headless) and written with javax.imageio.
     requires java.desktop;
+    // TCP keepalive timing on the perftest exchange (a vanished peer host ends a wait).
+    requires jdk.net;
 
     exports org.rdma4j.tools;
 

@@ -18,14 +18,9 @@ public final class Main {
      * @param args subcommand and its arguments
      */
     public static void main(String[] args) {
+        // Ctrl-C: a running tool stops, prints what it measured, and the JVM exits after that. A command
+        // that has returned is no longer running, so System.exit below does not wait for anything.
         StopSignal.installShutdownHook();
-        // Ctrl-C: the running test stops, prints what it measured, and the JVM exits after that.
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            Perftest.requestStop();
-            System.out.flush();
-            Perftest.awaitFinished(5_000);
-            System.out.flush();
-        }, "rdma4j-ctrl-c"));
         int rc = run(args, System.out, System.err);
         System.out.flush();
         System.exit(rc);
@@ -79,7 +74,7 @@ public final class Main {
     private static int perftest(String cmd, String[] rest, PrintStream out, PrintStream err) {
         try {
             var o = PerftestOptions.parse(PerftestOptions.verbOf(cmd), cmd.endsWith("_lat"), rest);
-            return new Perftest(o, out, err).run();
+            return new Perftest(o, out, err, StopSignal.PROCESS).run();
         } catch (PerftestOptions.UsageException e) {
             err.println(cmd + ": " + e.getMessage());
             return 1;
