@@ -14,6 +14,7 @@ import org.rdma4j.verbs.QpType;
 import org.rdma4j.verbs.WcFlags;
 import org.rdma4j.verbs.WcOpcode;
 import org.rdma4j.verbs.WcStatus;
+import org.rdma4j.verbs.spi.GsiAccess;
 
 /**
  * Executes incoming requests (rxe_resp.c): PSN and opcode-sequence checks, QP and MR access checks,
@@ -557,8 +558,8 @@ final class Responder {
     // ------------------------------------------------------------------ UD
 
     private void handleUd(Packet p) {
-        // rxe check_keys: the DETH Q_Key must match the QP's.
-        if (p.qkey != qp.qkey) {
+        // rxe check_keys: the DETH Q_Key must match the QP's; for QPN 1 (GSI) it must be GSI_QKEY.
+        if (p.qkey != (qp.qpn == SoftGsi.GSI_QPN ? GsiAccess.GSI_QKEY : qp.qkey)) {
             qp.device.count(SoftCounter.DROP_QKEY_VIOLATION);
             return;
         }

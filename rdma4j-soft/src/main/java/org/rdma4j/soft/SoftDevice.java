@@ -19,13 +19,14 @@ import org.rdma4j.verbs.PortAttributes;
 import org.rdma4j.verbs.PortState;
 import org.rdma4j.verbs.QpType;
 import org.rdma4j.verbs.VerbsException;
+import org.rdma4j.verbs.spi.GsiAccess;
 
 /**
  * A software RDMA device on a {@link SoftFabric}: one port, link layer Ethernet (RoCE-style GID
  * addressing), GID 0 is fe80::&lt;node GUID&gt; as rxe derives it from a MAC. Holds the device-wide
  * key and QP-number tables and the receive dispatcher.
  */
-public final class SoftDevice implements Device {
+public final class SoftDevice implements Device, GsiAccess {
     /** Largest message (rxe RXE_MAX_MSG_SZ). */
     static final long MAX_MSG_SZ = 1L << 31;
     static final int MAX_QP = 16_384;
@@ -124,6 +125,13 @@ public final class SoftDevice implements Device {
         SoftContext ctx = new SoftContext(this);
         contexts.add(ctx);
         return ctx;
+    }
+
+    /** {@inheritDoc} The port's QP1 for a user-space MAD layer; see {@link SoftGsi}. */
+    @Override
+    public org.rdma4j.verbs.QueuePair createSpecialQp(org.rdma4j.verbs.ProtectionDomain pd, SpecialQp kind, int port,
+                                                      org.rdma4j.verbs.QpInitAttributes attrs) {
+        return SoftGsi.create(this, pd, kind, port, attrs);
     }
 
     void contextClosed(SoftContext ctx) {
@@ -358,6 +366,16 @@ public final class SoftDevice implements Device {
             }
         }
         throw new VerbsException(Errno.ENOMEM, "QP table full (" + MAX_QP + " QPs)");
+    }
+
+    /** Takes QP number 1 for the GSI QP ({@link SoftGsi}). */
+    int addGsiQp(SoftQp qp) {
+        if (qps[SoftGsi.GSI_QPN] != null) {
+            throw new VerbsException(Errno.EBUSY, "the GSI QP (QP1) of " + name + " port 1 exists already: one MAD"
+                    + " layer owns it (close the other first)");
+        }
+        qps[SoftGsi.GSI_QPN] = qp;
+        return SoftGsi.GSI_QPN;
     }
 
     void removeQp(int qpn) {

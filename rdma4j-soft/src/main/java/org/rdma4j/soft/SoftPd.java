@@ -84,6 +84,14 @@ final class SoftPd extends SoftResource implements ProtectionDomain {
         return qp;
     }
 
+    /** The port's GSI QP (QPN 1): {@link SoftGsi}. */
+    QueuePair createGsiQp(QpInitAttributes attrs) {
+        checkNotClosed();
+        SoftQp qp = new SoftQp(this, attrs, true);
+        children.add(qp);
+        return qp;
+    }
+
     @Override
     public SharedReceiveQueue createSrq(int maxWr, int maxSge) {
         checkNotClosed();

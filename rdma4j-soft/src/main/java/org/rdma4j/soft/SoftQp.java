@@ -99,6 +99,11 @@ final class SoftQp extends SoftResource implements QueuePair {
     boolean ackListed;
 
     SoftQp(SoftPd pd, QpInitAttributes init) {
+        this(pd, init, false);
+    }
+
+    /** @param gsi take QP number 1, the port's GSI QP ({@link SoftGsi}) */
+    SoftQp(SoftPd pd, QpInitAttributes init, boolean gsi) {
         this.pd = pd;
         this.device = pd.device;
         this.fabric = device.fabric;
@@ -164,7 +169,7 @@ final class SoftQp extends SoftResource implements QueuePair {
         this.responder = new Responder(this);
         fabric.lockEngine();
         try {
-            this.qpn = device.addQp(this);
+            this.qpn = gsi ? device.addGsiQp(this) : device.addQp(this);
         } finally {
             fabric.unlockEngine();
         }
