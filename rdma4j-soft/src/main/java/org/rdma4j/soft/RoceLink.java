@@ -237,6 +237,14 @@ final class RoceLink implements Link {
                         return;
                     }
                     device.countOutsideEngine(SoftCounter.ROCE_RX_ERRORS);
+                } catch (Throwable t) {
+                    // no receive agent dies silently: report, count, carry on (a packet's own failure was
+                    // already taken by its QP in SoftDevice.receive)
+                    if (closed) {
+                        return;
+                    }
+                    EngineErrors.agentFailed(device, device.fabric, agent.getName(), t);
+                    java.util.concurrent.locks.LockSupport.parkNanos(1_000_000); // no hot loop on a lasting fault
                 }
             }
         }
@@ -339,9 +347,11 @@ final class RoceLink implements Link {
                         device.count(SoftCounter.DROP_MALFORMED); // what did not fit the slot
                     }
                 }
-            } catch (RuntimeException e) {
-                // A bug must not kill the receiver: count it; RC recovers the packet by retransmission.
+            } catch (Throwable t) {
+                // Outside a packet's dispatch (those are caught per packet in SoftDevice.receive): the batch's
+                // bookkeeping. It must not kill the receiver: count and report it; RC recovers by retransmission.
                 device.count(SoftCounter.ROCE_RX_ERRORS);
+                EngineErrors.receiveFailed(device, null, p, t);
             } finally {
                 device.deferAcks(false);
                 if (!poller) {

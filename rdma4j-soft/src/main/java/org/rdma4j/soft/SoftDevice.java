@@ -29,6 +29,8 @@ import org.rdma4j.verbs.spi.GsiAccess;
 public final class SoftDevice implements Device, GsiAccess {
     /** Largest message (rxe RXE_MAX_MSG_SZ). */
     static final long MAX_MSG_SZ = 1L << 31;
+    /** Largest memory region, max_mr_size (rxe RXE_MAX_MR_SIZE is 2^31 too). */
+    static final long MAX_MR_SIZE = 1L << 31;
     static final int MAX_QP = 16_384;
     static final int MAX_MR = 65_536;
     static final int MAX_QP_WR = 16_384;
@@ -295,7 +297,7 @@ public final class SoftDevice implements Device, GsiAccess {
     }
 
     DeviceAttributes attributes() {
-        return new DeviceAttributes("0.1.0", guid, guid, MAX_MSG_SZ, 0xFFFF_F000L, 0xFFFFFF, 0, 0,
+        return new DeviceAttributes("0.1.0", guid, guid, MAX_MR_SIZE, 0xFFFF_F000L, 0xFFFFFF, 0, 0,
                 MAX_QP, MAX_QP_WR, 0, MAX_SGE, 16_384, MAX_CQE, MAX_MR - 1, 65_536, MAX_RD_ATOMIC, MAX_RD_ATOMIC,
                 8_192, MAX_QP_WR, MAX_SGE, 65_536, MAX_INLINE, "ATOMIC_HCA", 1, 15);
     }
@@ -490,6 +492,17 @@ public final class SoftDevice implements Device, GsiAccess {
      * keeps a reference to it or to its payload.
      */
     void receive(Packet p) {
+        try {
+            dispatch(p);
+        } catch (Throwable t) {
+            // no engine thread dies of one packet: the QP it was for goes to ERR, the thread carries on
+            int qpn = p.destQpn;
+            SoftQp qp = qpn > 0 && qpn < qps.length ? qps[qpn] : null;
+            EngineErrors.receiveFailed(this, qp, p, t);
+        }
+    }
+
+    private void dispatch(Packet p) {
         count(SoftCounter.RCVD_PKTS);
         int mask = p.mask();
         if (mask == 0) {

@@ -192,10 +192,13 @@ public final class SoftFabric implements AutoCloseable {
      * links batched during the burst (the flush point of {@link RoceLink}'s send batching).
      */
     void unlockEngine() {
-        if ((!pendingTx.isEmpty() || !pendingAcks.isEmpty()) && engine.getHoldCount() == 1) {
-            flushPending();
+        try {
+            if ((!pendingTx.isEmpty() || !pendingAcks.isEmpty()) && engine.getHoldCount() == 1) {
+                flushPending();
+            }
+        } finally {
+            engine.unlock(); // whatever the flush threw: a lock left held would stop the whole fabric
         }
-        engine.unlock();
     }
 
     /** Responders holding a coalesced ACK for the current burst (engine lock). */
@@ -208,7 +211,12 @@ public final class SoftFabric implements AutoCloseable {
 
     private void flushPending() {
         for (int i = 0; i < pendingAcks.size(); i++) {
-            pendingAcks.get(i).flushAck(); // queues on the links; sent below
+            Responder r = pendingAcks.get(i);
+            try {
+                r.flushAck(); // queues on the links; sent below
+            } catch (Throwable t) {
+                EngineErrors.qpWorkFailed(r.qp(), "deferred ACK", t);
+            }
         }
         pendingAcks.clear();
         while (!pendingTx.isEmpty()) {
@@ -291,7 +299,11 @@ public final class SoftFabric implements AutoCloseable {
         for (int i = 0; i < ackQps.size(); i++) {
             SoftQp qp = ackQps.get(i);
             qp.ackListed = false;
-            qp.responder.flushAck();
+            try {
+                qp.responder.flushAck();
+            } catch (Throwable t) {
+                EngineErrors.qpWorkFailed(qp, "deferred ACK", t);
+            }
         }
         ackQps.clear();
         acksPending = false;

@@ -640,7 +640,9 @@ public final class Perftest {
             qp.modify(rtr);
             QpAttributes rts = new QpAttributes().state(QpState.RTS).sqPsn(me.psn());
             if (o.connection.equals("RC")) {
-                rts.timeout(o.qpTimeout).retryCnt(7).rnrRetry(7)
+                // retry_cnt 6, not perftest's 7: rxe (and the soft device) retry forever on 7, so a dead peer
+                // would hang the run instead of failing with RETRY_EXC_ERR (docs/perftest.md)
+                rts.timeout(o.qpTimeout).retryCnt(6).rnrRetry(7)
                         .maxRdAtomic(rdAtomic ? Math.max(Math.min(me.outReads(), peer.outReads()), 1) : 1);
             }
             qp.modify(rts);
