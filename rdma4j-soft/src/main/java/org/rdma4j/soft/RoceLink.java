@@ -197,6 +197,8 @@ final class RoceLink implements Link {
         private boolean lastBulk;
         /** When an application thread last polled this socket (System.nanoTime). */
         private volatile long lastPollerNs;
+        /** Whether the thread that polled last has since blocked on a completion channel ({@link #pollerLeft}). */
+        private volatile boolean pollerBlocked;
 
         /**
          * The receive agent: waits for datagrams and dispatches them, unless application threads are
@@ -208,7 +210,7 @@ final class RoceLink implements Link {
         public void run() {
             while (!closed) {
                 try {
-                    long sincePoll = System.nanoTime() - lastPollerNs;
+                    long sincePoll = pollerBlocked ? Long.MAX_VALUE : System.nanoTime() - lastPollerNs;
                     if (sincePoll < POLLER_ACTIVE_NS) {
                         // An application thread is busy-polling and receives on its own thread: stay off
                         // the socket, so that a datagram wakes nobody. A thread blocked in poll(2) is woken
@@ -277,9 +279,19 @@ final class RoceLink implements Link {
             }
         }
 
+        /**
+         * The thread that polled last is about to block on a completion channel: it receives no more, so the agent
+         * takes over now, without the busy-poll window or the short waits after it.
+         */
+        void pollerLeft() {
+            pollerBlocked = true;
+            java.util.concurrent.locks.LockSupport.unpark(agent);
+        }
+
         /** Called by a thread that polls a CQ of the device and found it empty. */
         boolean poll() {
             lastPollerNs = System.nanoTime();
+            pollerBlocked = false;
             try {
                 return drain(true);
             } catch (IOException e) {
@@ -423,6 +435,32 @@ final class RoceLink implements Link {
     }
 
     /**
+     * A thread that polled the device's CQs now blocks on a completion channel (its deferred ACKs already sent):
+     * the receive agents stop deferring to it at once. Without this, a datagram that came in the 200 us after the
+     * thread's last empty poll waited for the agent's park to end, and the agent woke every millisecond for the
+     * next 50 ms, although nobody polled (docs/ipoib.md, ping profile).
+     */
+    void pollerBlocking() {
+        for (int i = 0; i < endpoints.size(); i++) {
+            endpoints.get(i).pollerLeft();
+        }
+        Endpoint[] gs = groupList;
+        for (int i = 0; i < gs.length; i++) {
+            gs[i].pollerLeft();
+        }
+    }
+
+    /** @return whether the thread that polled the device last has blocked on a completion channel since */
+    boolean pollerBlocked() {
+        for (int i = 0; i < endpoints.size(); i++) {
+            if (!endpoints.get(i).pollerBlocked) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /**
      * Joins the IP multicast group a multicast GID stands for, as RoCEv2 maps groups (the GID is the IPv6
      * address, or ::ffff:a.b.c.d for an IPv4 group: rdma_cm cma_iboe_set_mgid; rxe_mcast_add programs the
      * matching Ethernet multicast address on the netdev). A socket bound to the group and the UDP port
@@ -483,9 +521,14 @@ final class RoceLink implements Link {
             }
         } catch (IOException e) {
             close();
-            throw new VerbsException(Errno.EADDRNOTAVAIL, "cannot bind RoCE device " + device.name() + " to UDP port "
-                    + config.udpPort() + " on " + config.addresses() + ": " + e.getMessage()
-                    + " (is the address configured on an interface, or is rdma_rxe using the port?)");
+            String where = "cannot bind RoCE device " + device.name() + " to UDP port " + config.udpPort() + " on "
+                    + config.addresses().stream().map(InetAddress::getHostAddress).toList() + ": " + e.getMessage();
+            if (e instanceof NativeIOException n && n.errno() == Errors.EADDRINUSE) {
+                throw new VerbsException(Errno.EADDRINUSE, where + " (another process uses this device: a RoCE device"
+                        + " serves one process at a time, the first that creates a QP on it; or rdma_rxe has the port)");
+            }
+            throw new VerbsException(Errno.EADDRNOTAVAIL, where + " (is the address configured on an interface? Local"
+                    + " addresses: " + String.join(", ", org.rdma4j.common.RoceLinks.localAddresses()) + ")");
         }
         this.v4 = e4;
         this.v6 = e6;

@@ -63,6 +63,10 @@ final class SoftChannel extends SoftResource implements CompletionChannel {
     @Override
     public CompletionQueue getCqEvent(Duration timeout) {
         checkNotClosed();
+        if (!timeout.isZero()) {
+            // before the channel lock: this may take QP executors (deferred ACKs), under which completions are pushed here
+            ctx.device.waiterBlocking();
+        }
         lock.lock();
         try {
             int generation = lastCqClosed;

@@ -65,6 +65,8 @@ public final class SoftDevice implements Device, GsiAccess {
     private volatile Gid[] gids;
     /** The RoCEv2 link when the device is bound to IP addresses, else null. */
     private volatile RoceLink roce;
+    /** A RoCE configuration the device binds when its first QP is created ({@link #bindOnFirstQp}), or null. */
+    private volatile RoceConfig unbound;
     /**
      * The device's own counts (packets dropped before a QP is known, link and CQ events), atomic: any thread
      * may count. What a QP's roles count goes to the QP ({@link SoftQp#count}), so that threads driving
@@ -119,7 +121,7 @@ public final class SoftDevice implements Device, GsiAccess {
      */
     @Override
     public String providerName() {
-        return roce != null ? "rxe" : "soft";
+        return roce != null || unbound != null ? "rxe" : "soft";
     }
 
     /** @return how this device reaches memory, and its DMA checker if on */
@@ -244,6 +246,42 @@ public final class SoftDevice implements Device, GsiAccess {
     }
 
     /**
+     * Makes the device a RoCE device that binds its addresses when its first QP is created (called once by
+     * {@link SoftFabric#addRoceDeviceBoundOnFirstQp}, before anyone else sees the device): its GIDs, GUID
+     * and MTU are the configuration's from now on, as they will be once bound.
+     */
+    void configureRoce(RoceConfig config) {
+        Gid[] g = new Gid[config.addresses().size()];
+        for (int i = 0; i < g.length; i++) {
+            g[i] = Gid.ofInetAddress(config.addresses().get(i)); // as RoceLink's endpoints: configuration order
+        }
+        this.gids = g;
+        this.guid = guidFor(g[0]);
+        this.activeMtu = config.resolveMtu();
+        this.unbound = config;
+    }
+
+    /**
+     * Binds a device added by {@link SoftFabric#addRoceDeviceBoundOnFirstQp} (once; later calls return at
+     * once). Called before a QP is created, owning no executor.
+     *
+     * @throws VerbsException EADDRINUSE when another process (or rdma_rxe) has the address and port,
+     *                        EADDRNOTAVAIL when this host does not have the address; the next QP tries again
+     */
+    void bindOnFirstQp() {
+        if (unbound == null) {
+            return;
+        }
+        synchronized (this) {
+            RoceConfig c = unbound;
+            if (c != null) {
+                fabric.bindRoce(this, c);
+                unbound = null;
+            }
+        }
+    }
+
+    /**
      * A node GUID for a RoCE device: the EUI-64 of a locally administered MAC 02:00:a:b:c:d made of the
      * last four address bytes (rxe derives it from the netdev's MAC, which we do not have), so devices on
      * different hosts differ.
@@ -274,6 +312,21 @@ public final class SoftDevice implements Device, GsiAccess {
     boolean pollLink() {
         RoceLink r = roce;
         return r != null && r.pollReceive();
+    }
+
+    /**
+     * A thread is about to block on a completion channel of this device: the ACKs its last receive deferred leave
+     * now (nobody else would send them before the peer's timeout), and the RoCE receive agents stop deferring to
+     * it, so a packet that arrives next is taken at once.
+     */
+    void waiterBlocking() {
+        if (fabric.acksPending()) {
+            fabric.flushAcks();
+        }
+        RoceLink r = roce;
+        if (r != null) {
+            r.pollerBlocking();
+        }
     }
 
     /**

@@ -120,21 +120,47 @@ public final class SoftFabric implements AutoCloseable {
      */
     public SoftDevice addRoceDevice(String name, RoceConfig config) {
         SoftDevice d = addDevice(name);
-        RoceLink link;
         try {
-            link = new RoceLink(d, inProcess, config);
+            bindRoce(d, config);
         } catch (VerbsException e) {
             devices.remove(d);
-            byGid.remove(d.gid(0));
+            byGid.remove(d.gid(0), d);
             throw e;
         }
+        return d;
+    }
+
+    /**
+     * Adds a RoCEv2 device that binds its addresses when its first QP is created, not now: what the
+     * provider does with the configured devices, so that a process binds only the devices it uses and two
+     * processes of one host can each use one of them (as two programs use two rxe devices). Until then
+     * the device answers queries (its GIDs, GUID and MTU come from the configuration) and nothing of this
+     * fabric routes to it.
+     *
+     * @param name   device name, unique on the fabric
+     * @param config addresses, UDP port, MTU
+     * @return the device
+     */
+    public SoftDevice addRoceDeviceBoundOnFirstQp(String name, RoceConfig config) {
+        SoftDevice d = addDevice(name);
         byGid.remove(d.gid(0));
+        d.configureRoce(config);
+        return d;
+    }
+
+    /**
+     * Binds a device's sockets and makes it a RoCE device of this fabric.
+     *
+     * @throws VerbsException EADDRINUSE or EADDRNOTAVAIL when a socket cannot be bound
+     */
+    void bindRoce(SoftDevice d, RoceConfig config) {
+        RoceLink link = new RoceLink(d, inProcess, config);
+        byGid.remove(d.gid(0), d); // the in-process GID (a device bound on its first QP has none listed)
         d.attachRoce(link, config.resolveMtu());
         for (int i = 0; i < d.gidTableLength(); i++) {
             byGid.put(d.gid(i), d);
         }
         link.start();
-        return d;
     }
 
     /** @return the devices, in the order they were added */

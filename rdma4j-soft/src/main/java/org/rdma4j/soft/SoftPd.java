@@ -80,6 +80,7 @@ final class SoftPd extends SoftResource implements ProtectionDomain {
     @Override
     public QueuePair createQp(QpInitAttributes attrs) {
         checkNotClosed();
+        device.bindOnFirstQp(); // a RoCE device of the provider binds its addresses now
         SoftQp qp = new SoftQp(this, attrs);
         children.add(qp);
         return qp;

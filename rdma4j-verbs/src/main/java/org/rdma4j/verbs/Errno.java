@@ -28,7 +28,10 @@ public enum Errno {
     EPROTO(71),
     /** Not supported by this provider. */
     EOPNOTSUPP(95),
-    /** Address already in use: another CM ID is bound to that address and port. */
+    /**
+     * Address already in use: another CM ID is bound to that address and port, or another process (or
+     * rdma_rxe) has a RoCE device's address and port.
+     */
     EADDRINUSE(98),
     /** Cannot assign requested address: a socket could not be bound to the configured address. */
     EADDRNOTAVAIL(99),
