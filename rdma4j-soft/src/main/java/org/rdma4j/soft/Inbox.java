@@ -92,6 +92,11 @@ final class Inbox {
         return ring.size();
     }
 
+    /** @return the packets taken so far (the consumer position: a hint for other threads) */
+    long consumed() {
+        return ring.consumerPosition();
+    }
+
     /** @return the slots' capacity */
     int capacity() {
         return ring.capacity();

@@ -202,6 +202,8 @@ final class SoftQp extends SoftResource implements QueuePair {
         device.publishQp(this);
         scq.users.incrementAndGet();
         rcq.users.incrementAndGet();
+        scq.attach(this);
+        rcq.attach(this);
         if (s != null) {
             s.users.incrementAndGet();
         }
@@ -307,6 +309,9 @@ final class SoftQp extends SoftResource implements QueuePair {
      */
     void deliver(Packet p) {
         QpExecutor ex = exec;
+        if (p.sender != null && !ex.heldByCurrentThread() && handToPoller(p)) {
+            return;
+        }
         if (ex.heldByCurrentThread()) {
             if (heldForSender) {
                 // kept for the burst of the QP that is sending (below): its next packet goes in directly
@@ -351,6 +356,74 @@ final class SoftQp extends SoftResource implements QueuePair {
         }
         handOff(p);
         ex.schedule();
+    }
+
+    /**
+     * Receiver-driven delivery (docs/engine.md): when a thread polls one of this QP's CQs, a packet from an
+     * in-process sender is left in the inbox for that poller, which runs this QP on its own thread, so each
+     * thread touches its own side's cache lines; the engine agent runs it if the poller stops first.
+     *
+     * @return whether the packet was handed over
+     */
+    private boolean handToPoller(Packet p) {
+        SoftCq cq = p.is(Opcodes.M_REQ) ? recvCq : sendCq;
+        SoftCq other = cq == recvCq ? sendCq : recvCq;
+        SoftCq active = cq.pollerActive(0) ? cq : other != cq && other.pollerActive(0) ? other : null;
+        if (active == null) {
+            return false;
+        }
+        boolean ok;
+        try {
+            ok = inbox.offer(p);
+        } catch (IllegalStateException | IndexOutOfBoundsException e) {
+            device.count(SoftCounter.DROP_HANDOFF_FULL);
+            return true;
+        }
+        if (!ok) {
+            return false; // full: the sender runs it (or queues it behind the owner) below
+        }
+        exec.markPending();
+        if (!active.handedOver(this)) {
+            exec.schedule(); // the ready list is full: run it now
+            return true;
+        }
+        fabric.timers.handedOver(this);
+        return true;
+    }
+
+    /** Whether the timer service watches this QP's handed-over packets (TimerService.handedOver). */
+    volatile boolean handedWatched;
+    /** The next QP on the timer service's stack of handed-over QPs. */
+    SoftQp handedNext;
+    /** The inbox's consumer position at the timer service's last check (its thread only). */
+    long handedSeen;
+
+    /** Whether this QP is on a CQ's ready list (SoftCq.handedOver; set by CAS, cleared by the poller). */
+    volatile boolean readyListed;
+    static final java.lang.invoke.VarHandle READY_LISTED;
+
+    static {
+        try {
+            READY_LISTED = java.lang.invoke.MethodHandles.lookup().findVarHandle(SoftQp.class, "readyListed",
+                    boolean.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    /**
+     * A poller of one of this QP's CQs (or the engine agent) runs what senders left in the inbox, if nobody owns
+     * the executor (an owner runs it before it lets go). The caller owns no executor.
+     *
+     * @return whether this thread ran the QP
+     */
+    boolean runHandedOver() {
+        if (!exec.tryAcquire()) {
+            return false;
+        }
+        exec.markPending();
+        exec.release();
+        return true;
     }
 
     /** Lets go of the peer executor kept for this QP's burst (owner only). */
@@ -1208,6 +1281,8 @@ final class SoftQp extends SoftResource implements QueuePair {
         }
         sendCq.users.decrementAndGet();
         recvCq.users.decrementAndGet();
+        sendCq.detach(this);
+        recvCq.detach(this);
         if (srq != null) {
             srq.users.decrementAndGet();
         }

@@ -30,12 +30,19 @@ final class TimerService implements Agent {
     private static final long MAX_IDLE_NS = TimeUnit.MILLISECONDS.toNanos(100);
     private static final VarHandle PUSHED;
     private static final VarHandle WATCHED;
+    private static final VarHandle HANDED;
+    private static final VarHandle HANDED_WATCHED;
+    /** How often handed-over packets a poller has not taken are looked at (docs/engine.md, "Active poller"). */
+    static final long HANDED_CHECK_NS = TimeUnit.MILLISECONDS.toNanos(1);
 
     static {
         try {
             MethodHandles.Lookup l = MethodHandles.lookup();
             PUSHED = l.findVarHandle(TimerService.class, "pushed", SoftQp.class);
-            WATCHED = MethodHandles.privateLookupIn(SoftQp.class, l).findVarHandle(SoftQp.class, "watched", boolean.class);
+            MethodHandles.Lookup q = MethodHandles.privateLookupIn(SoftQp.class, l);
+            WATCHED = q.findVarHandle(SoftQp.class, "watched", boolean.class);
+            HANDED = l.findVarHandle(TimerService.class, "handedPushed", SoftQp.class);
+            HANDED_WATCHED = q.findVarHandle(SoftQp.class, "handedWatched", boolean.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -48,6 +55,12 @@ final class TimerService implements Agent {
     private volatile SoftQp pushed;
     /** The watched QPs: confined to the agent's thread, or to the advancing thread (under this monitor). */
     private final ArrayList<SoftQp> watched = new ArrayList<>();
+    /** QPs whose packets were left to a poller, newest first, linked through {@link SoftQp#handedNext}. */
+    @SuppressWarnings("unused") // through HANDED
+    private volatile SoftQp handedPushed;
+    /** QPs with packets left to pollers: confined as {@link #watched}. */
+    private final ArrayList<SoftQp> handed = new ArrayList<>();
+    private long nextHandedCheckNs;
     private volatile AgentRunner runner;
     private volatile long plannedWakeNs = Long.MAX_VALUE;
     private volatile boolean running = true;
@@ -84,6 +97,73 @@ final class TimerService implements Agent {
         }
     }
 
+    /**
+     * A sender left packets in {@code qp}'s inbox for a poller of its CQs: should that poller stop before it
+     * takes them, this service runs the QP within about {@link #HANDED_CHECK_NS} (an agent cycle, or the next
+     * advance of a manual clock). Called by the sender (any thread).
+     *
+     * @param qp the QP
+     */
+    void handedOver(SoftQp qp) {
+        if (qp.handedWatched || !HANDED_WATCHED.compareAndSet(qp, false, true)) {
+            return;
+        }
+        qp.handedSeen = -1;
+        SoftQp head;
+        do {
+            head = (SoftQp) HANDED.getVolatile(this);
+            qp.handedNext = head;
+        } while (!HANDED.compareAndSet(this, head, qp));
+        if (!manual) {
+            AgentRunner r = runner;
+            if (r == null) {
+                startAgent();
+            } else if (plannedWakeNs - (fabric.clock.nanoTime() + HANDED_CHECK_NS) > 0) {
+                r.wake(); // it sleeps past the next check: make it plan again
+            }
+        }
+    }
+
+    /**
+     * Runs the handed-over QPs whose inbox a poller has not touched since the last check (all of them when
+     * {@code all}), and forgets those with an empty inbox.
+     *
+     * @return how many were run
+     */
+    private int checkHanded(boolean all) {
+        SoftQp q = (SoftQp) HANDED.getAndSet(this, null);
+        while (q != null) {
+            SoftQp n = q.handedNext;
+            q.handedNext = null;
+            handed.add(q);
+            q = n;
+        }
+        int ran = 0;
+        for (int i = 0; i < handed.size(); ) {
+            SoftQp qp = handed.get(i);
+            if (qp.closed || qp.inbox.isEmpty()) {
+                // Dekker with handedOver(): the sender publishes into the inbox then reads the flag, this clears
+                // the flag then reads the inbox, so packets left meanwhile are seen by one side or the other
+                qp.handedWatched = false;
+                if (!qp.closed && !qp.inbox.isEmpty() && HANDED_WATCHED.compareAndSet(qp, false, true)) {
+                    i++;
+                    continue;
+                }
+                handed.set(i, handed.get(handed.size() - 1));
+                handed.remove(handed.size() - 1);
+                continue;
+            }
+            long seen = qp.inbox.consumed();
+            if (all || seen == qp.handedSeen) {
+                ran++;
+                qp.exec.schedule(); // nobody took them for a whole check: run the QP here (or by its owner)
+            }
+            qp.handedSeen = seen;
+            i++;
+        }
+        return ran;
+    }
+
     private synchronized void startAgent() {
         if (runner != null || !running) {
             return;
@@ -100,7 +180,15 @@ final class TimerService implements Agent {
     @Override
     public int doWork() {
         long now = fabric.clock.nanoTime();
-        return scan(now, false);
+        int work = scan(now, false);
+        if (now - nextHandedCheckNs >= 0 || handedPushed != null && handed.isEmpty()) {
+            work += checkHanded(false);
+            nextHandedCheckNs = now + HANDED_CHECK_NS;
+        }
+        if (!handed.isEmpty() && nextHandedCheckNs - plannedWakeNs < 0) {
+            plannedWakeNs = nextHandedCheckNs;
+        }
+        return work;
     }
 
     @Override
@@ -168,6 +256,8 @@ final class TimerService implements Agent {
             // due timers run here, each QP's under its executor, before advance returns; a timer that re-arms
             // for a time already past runs again in this advance only if the next advance asks
             scan(nowNs, true);
+            // and whatever senders left to pollers that have not taken it
+            checkHanded(true);
         }
     }
 
