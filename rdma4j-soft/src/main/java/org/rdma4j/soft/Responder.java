@@ -793,11 +793,20 @@ final class Responder {
      * acknowledgements: an ACK acknowledges every PSN up to its own).
      */
     private void ackRequested(int ackedPsn) {
-        // The requests one burst of the owner executes (one delivery, one inbox drain, one RoCE receive batch)
-        // get one ACK, for the newest that asked, sent when the burst ends (endOfBurst) or before any other
-        // response of this QP: each ACK costs a packet (and on a wire a system call on both sides), and a
-        // stream of small messages asks for one per message. rxe acknowledges each, which is also valid.
-        // A busy-polling thread that received on a RoCE device defers it to its next verbs call instead.
+        if (!qp.device.onWire()) {
+            // In process the ACK leaves at once, as rxe sends each: it reaches the requester (through its inbox
+            // when this thread runs it) before that sends its next packet, so a resend stops where the responder
+            // holds the rest (docs/roce.md, "Loss recovery") and the requester's view of the responder is the
+            // same whichever thread runs which side. It costs no system call here.
+            acks.request(ackedPsn, msn, AckCoalescer.Timing.END_OF_BURST);
+            flushAck();
+            return;
+        }
+        // On a wire the requests one burst of the owner executes (one RoCE receive batch, one inbox drain) get
+        // one ACK, for the newest that asked, sent when the burst ends (endOfBurst) or before any other response
+        // of this QP: each ACK costs a packet and a system call on both sides, and a stream of small messages
+        // asks for one per message. rxe acknowledges each, which is also valid. A busy-polling thread that
+        // received on a RoCE device defers it to its next verbs call instead.
         AckCoalescer.Timing t = qp.device.onWire() && Burst.current().deferAcks
                 ? AckCoalescer.Timing.NEXT_VERBS_CALL : AckCoalescer.Timing.END_OF_BURST;
         acks.request(ackedPsn, msn, t);
