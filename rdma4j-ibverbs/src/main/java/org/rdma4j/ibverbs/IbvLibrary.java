@@ -20,7 +20,11 @@ import org.rdma4j.libc.Libc;
  * speak, and a library that lacks one refuses to load, naming the symbol and the node.
  */
 final class IbvLibrary {
-    /** The soname (the unversioned {@code libibverbs.so} exists only with the -dev package). */
+    /**
+     * The soname (the unversioned {@code libibverbs.so} exists only with the -dev package); the system
+     * property {@code rdma4j.ibverbs.library} names another one or a path (a library built elsewhere, or the
+     * benchmarks' no-op stand-in).
+     */
     static final String SONAME = "libibverbs.so.1";
 
     /** The functions this provider calls, with the version node it was written for. */
@@ -58,14 +62,14 @@ final class IbvLibrary {
     private IbvLibrary() {
     }
 
-    /** @return the library, loading and checking it on first use */
+    /** {@return the library, loading and checking it on first use} */
     static Loaded get() {
         Loaded l = loaded;
         if (l == null) {
             synchronized (IbvLibrary.class) {
                 l = loaded;
                 if (l == null) {
-                    l = load(SONAME);
+                    l = load(System.getProperty("rdma4j.ibverbs.library", SONAME));
                     loaded = l;
                 }
             }
@@ -114,8 +118,9 @@ final class IbvLibrary {
     }
 
     /**
+     * {@return its address at the checked version}
+     *
      * @param name a required or optional function
-     * @return its address at the checked version
      */
     static Optional<MemorySegment> find(String name) {
         Loaded l = get();

@@ -115,9 +115,10 @@ final class IbvPd extends IbvObject implements ProtectionDomain {
     }
 
     /**
+     * {@return true when [addr, addr+len) lies inside one live region of this PD whose memory is alive}
+     *
      * @param addr a virtual address
      * @param len  bytes from it
-     * @return true when [addr, addr+len) lies inside one live region of this PD whose memory is alive
      */
     boolean registered(long addr, long len) {
         Map.Entry<Long, IbvMr> e = regions.floorEntry(addr);
@@ -136,9 +137,18 @@ final class IbvPd extends IbvObject implements ProtectionDomain {
 
     @Override
     public QueuePair createQp(QpInitAttributes attrs) {
+        return createQp(attrs, IbvQp.VERBS);
+    }
+
+    /**
+     * @param attrs     creation attributes
+     * @param lifecycle libibverbs, or librdmacm for a CM ID's QP
+     * @return the QP, a child of this PD
+     */
+    IbvQp createQp(QpInitAttributes attrs, IbvQp.Lifecycle lifecycle) {
         enter("ibv_create_qp");
         try {
-            IbvQp qp = IbvQp.create(this, attrs);
+            IbvQp qp = IbvQp.create(this, attrs, lifecycle);
             children.add(qp);
             return qp;
         } finally {

@@ -307,7 +307,7 @@ final class SoftCq extends SoftResource implements CompletionQueue {
         return ctx.device.pollIdle() | ran;
     }
 
-    /** @return the number of completions queued */
+    /** {@return the number of completions queued} */
     int count() {
         return current.ring.size();
     }

@@ -5,9 +5,11 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.Arrays;
 import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.CopyOnWriteArrayList;
 
+import org.rdma4j.common.CounterFile;
 import org.rdma4j.dma.DmaConfig;
 import org.rdma4j.dma.DmaSpace;
 import org.rdma4j.verbs.AsyncEvent;
@@ -75,6 +77,14 @@ public final class SoftDevice implements Device, GsiAccess {
     private final AtomicLongArray counters = new AtomicLongArray(SoftCounter.values().length);
     /** Counts of QPs that were destroyed (added when they go). */
     private final AtomicLongArray retired = new AtomicLongArray(SoftCounter.values().length);
+    /**
+     * The counters as other processes read them ('rdma4j statistic show', {@link CounterFile}): the sums of
+     * {@link #counter}, published by the engine agent about every {@link TimerService#PUBLISH_NS} (a QP's
+     * counts live in the QP, so no thread writes the file on the data path).
+     */
+    private final CounterFile published;
+    /** What {@link #publishCounters} has added to {@link #published} so far (under its monitor). */
+    private final long[] publishedValues = new long[SoftCounter.values().length];
     private final CopyOnWriteArrayList<SoftContext> contexts = new CopyOnWriteArrayList<>();
 
     // Key and QPN tables: written under tableLock, read by engine threads without a lock (slots are published
@@ -99,7 +109,11 @@ public final class SoftDevice implements Device, GsiAccess {
         this.gids = new Gid[] {gid0};
         this.keyVariants = new SplittableRandom(guid ^ System.nanoTime());
         this.link = fabric.defaultLink();
+        this.published = CounterFile.create(name + "/1", COUNTER_NAMES);
     }
+
+    private static final List<String> COUNTER_NAMES =
+            Arrays.stream(SoftCounter.values()).map(SoftCounter::rxeName).toList();
 
     @Override
     public String name() {
@@ -124,12 +138,12 @@ public final class SoftDevice implements Device, GsiAccess {
         return roce != null || unbound != null ? "rxe" : "soft";
     }
 
-    /** @return how this device reaches memory, and its DMA checker if on */
+    /** {@return how this device reaches memory, and its DMA checker if on} */
     public DmaSpace dma() {
         return dma;
     }
 
-    /** @return the fabric */
+    /** {@return the fabric} */
     public SoftFabric fabric() {
         return fabric;
     }
@@ -178,8 +192,9 @@ public final class SoftDevice implements Device, GsiAccess {
     }
 
     /**
+     * {@return its value}
+     *
      * @param c a counter
-     * @return its value
      */
     public long counter(SoftCounter c) {
         int i = c.ordinal();
@@ -206,9 +221,43 @@ public final class SoftDevice implements Device, GsiAccess {
         return java.util.Collections.unmodifiableMap(m);
     }
 
+    /**
+     * Brings the published counters ({@link CounterFile}) up to {@link #counter}'s sums: one pass over the QP
+     * table, each QP's counts added as they stand. Called by the engine agent about every
+     * {@link TimerService#PUBLISH_NS}, and when the device goes; any thread (one at a time).
+     */
+    void publishCounters() {
+        synchronized (publishedValues) {
+            int n = publishedValues.length;
+            long[] sum = new long[n];
+            for (int i = 0; i < n; i++) {
+                sum[i] = counters.get(i) + retired.get(i);
+            }
+            VarHandle.acquireFence();
+            for (int q = 1; q < qps.length; q++) {
+                SoftQp qp = qpAt(q);
+                if (qp != null) {
+                    for (int i = 0; i < n; i++) {
+                        sum[i] += qp.counted(i);
+                    }
+                }
+            }
+            for (int i = 0; i < n; i++) {
+                long d = sum[i] - publishedValues[i];
+                if (d != 0) {
+                    published.add(i, d); // the only writer of the file: this monitor's holder
+                    publishedValues[i] = sum[i];
+                }
+            }
+        }
+    }
+
     /** Counts an event of the device's own (any thread). */
     void count(SoftCounter c) {
         counters.getAndIncrement(c.ordinal());
+        if (c.isDrop()) {
+            SoftEvents.drop(this, c);
+        }
     }
 
     /** Counts events of the device's own (any thread). */
@@ -299,12 +348,12 @@ public final class SoftDevice implements Device, GsiAccess {
         return (hi24 << 40) | (0xFFFEL << 24) | (mac & 0xFF_FFFFL);
     }
 
-    /** @return the RoCE link, or null for an in-process device */
+    /** {@return the RoCE link, or null for an in-process device} */
     RoceLink roceLink() {
         return roce;
     }
 
-    /** @return whether packets are cut at the path MTU because they may cross a wire */
+    /** {@return whether packets are cut at the path MTU because they may cross a wire} */
     boolean onWire() {
         return roce != null;
     }
@@ -409,7 +458,7 @@ public final class SoftDevice implements Device, GsiAccess {
         }
     }
 
-    /** @return the MR with exactly this key, or null (any thread) */
+    /** {@return the MR with exactly this key, or null (any thread)} */
     SoftMr lookupMr(int key) {
         int idx = key >>> 8;
         if (idx <= 0 || idx >= MAX_MR) {
@@ -477,6 +526,7 @@ public final class SoftDevice implements Device, GsiAccess {
             reserved.clear(qp.qpn);
             QPS.setRelease(qps, qp.qpn, qp);
         }
+        fabric.timers.publishing(); // its counts reach the published counters through the engine agent
     }
 
     void removeQp(int qpn) {
@@ -594,7 +644,7 @@ public final class SoftDevice implements Device, GsiAccess {
         link = l;
     }
 
-    /** @return the link the device sends through */
+    /** {@return the link the device sends through} */
     Link link() {
         return link;
     }

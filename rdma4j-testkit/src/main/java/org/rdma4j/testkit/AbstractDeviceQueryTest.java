@@ -23,7 +23,12 @@ import org.rdma4j.verbs.PortState;
 
 /** ibv_get_device_list / ibv_query_device / ibv_query_port / ibv_query_gid. */
 public abstract class AbstractDeviceQueryTest extends ConformanceTestBase {
+    /** Constructor for subclasses. */
+    protected AbstractDeviceQueryTest() {
+    }
 
+
+    /** Should list distinct devices when fabric has two hosts. */
     @Test
     public void shouldListDistinctDevicesWhenFabricHasTwoHosts() {
         Set<String> names = new HashSet<>();
@@ -42,6 +47,7 @@ public abstract class AbstractDeviceQueryTest extends ConformanceTestBase {
         assertEquals(fabric.device(1), ctxB.device(), "ctx.device() of device 1's context");
     }
 
+    /** Should report sane limits when device is queried. */
     @Test
     public void shouldReportSaneLimitsWhenDeviceIsQueried() {
         DeviceAttributes a = ctxA.queryDevice();
@@ -59,13 +65,16 @@ public abstract class AbstractDeviceQueryTest extends ConformanceTestBase {
         assertTrue(a.maxQpInitRdAtom() >= 1, "max_qp_init_rd_atom " + a.maxQpInitRdAtom());
         assertTrue(a.maxSrq() > 0, "max_srq " + a.maxSrq());
         assertTrue(a.maxSrqWr() > 0, "max_srq_wr " + a.maxSrqWr());
-        assertTrue(a.maxAh() > 0, "max_ah " + a.maxAh());
+        if (!iwarp()) { // iWARP has no address handles: siw reports max_ah 0
+            assertTrue(a.maxAh() > 0, "max_ah " + a.maxAh());
+        }
         assertTrue(a.maxInlineData() >= 64, "max_inline_data " + a.maxInlineData());
         assertTrue(a.physPortCnt() >= 1, "phys_port_cnt " + a.physPortCnt());
         assertTrue(a.atomicCap().equals("ATOMIC_HCA") || a.atomicCap().equals("ATOMIC_NONE"),
                 "atomic_cap " + a.atomicCap());
     }
 
+    /** Should report active port with MTU when port one is queried. */
     @Test
     public void shouldReportActivePortWithMtuWhenPortOneIsQueried() {
         for (Context ctx : new Context[] {ctxA, ctxB}) {
@@ -76,13 +85,16 @@ public abstract class AbstractDeviceQueryTest extends ConformanceTestBase {
             assertTrue(p.activeMtu().bytes() <= p.maxMtu().bytes(), "active_mtu " + p.activeMtu()
                     + " > max_mtu " + p.maxMtu());
             assertTrue(p.gidTblLen() >= 1, "gid_tbl_len " + p.gidTblLen());
-            assertTrue(p.pkeyTblLen() >= 1, "pkey_tbl_len " + p.pkeyTblLen());
+            if (!iwarp()) { // iWARP has no P_Keys: siw reports pkey_tbl_len 0
+                assertTrue(p.pkeyTblLen() >= 1, "pkey_tbl_len " + p.pkeyTblLen());
+            }
             assertTrue(p.maxMsgSz() >= p.activeMtu().bytes(), "max_msg_sz " + p.maxMsgSz());
             assertTrue("Ethernet".equals(p.linkLayer()) || "InfiniBand".equals(p.linkLayer()),
                     "link_layer " + p.linkLayer());
         }
     }
 
+    /** Should have distinct non-zero GID at index zero. */
     @Test
     public void shouldHaveDistinctNonZeroGidAtIndexZero() {
         Gid a = ctxA.queryGid(1, 0);
@@ -97,6 +109,7 @@ public abstract class AbstractDeviceQueryTest extends ConformanceTestBase {
         assertEquals(a, ctxA.queryGid(1, 0), "GID[0] is stable");
     }
 
+    /** Should reject with EINVAL when port number is invalid. */
     @Test
     public void shouldRejectWithEinvalWhenPortNumberIsInvalid() {
         int ports = ctxA.queryDevice().physPortCnt();
@@ -106,6 +119,7 @@ public abstract class AbstractDeviceQueryTest extends ConformanceTestBase {
         assertVerbsError(Errno.EINVAL, () -> ctxA.queryGid(ports + 1, 0));
     }
 
+    /** Should open independent contexts when device is opened twice. */
     @Test
     public void shouldOpenIndependentContextsWhenDeviceIsOpenedTwice() {
         Context second = fabric.device(0).open();
@@ -119,6 +133,7 @@ public abstract class AbstractDeviceQueryTest extends ConformanceTestBase {
         track(ctxA.allocPd());
     }
 
+    /** Should raise port events when port goes down and up. */
     @Test
     public void shouldRaisePortEventsWhenPortGoesDownAndUp() {
         try {
