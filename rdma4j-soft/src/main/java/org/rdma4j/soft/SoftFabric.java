@@ -49,6 +49,13 @@ public final class SoftFabric implements AutoCloseable {
     private final boolean segmentAtMtu;
     private final Map<Gid, SoftDevice> byGid = new ConcurrentHashMap<>();
     private final List<SoftDevice> devices = new CopyOnWriteArrayList<>();
+
+    /** Publishes every device's counters (SoftDevice.publishCounters): the engine agent's work. */
+    void publishCounters() {
+        for (SoftDevice d : devices) {
+            d.publishCounters();
+        }
+    }
     private volatile boolean closed;
 
     /** A fabric on the system clock that passes whole messages (no MTU segmentation). */

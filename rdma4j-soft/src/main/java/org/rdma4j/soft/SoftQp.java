@@ -260,6 +260,9 @@ final class SoftQp extends SoftResource implements QueuePair {
      */
     void count(SoftCounter c) {
         counts[c.ordinal()]++;
+        if (c.isDrop()) {
+            SoftEvents.drop(device, c);
+        }
     }
 
     /**

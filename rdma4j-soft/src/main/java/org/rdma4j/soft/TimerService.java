@@ -177,8 +177,30 @@ final class TimerService implements Agent {
         return "soft-engine";
     }
 
+    /**
+     * How often the agent publishes the devices' counters to their {@code CounterFile}s (real time): a QP
+     * counts into its own array, so the files other processes read lag by up to this much.
+     */
+    static final long PUBLISH_NS = TimeUnit.MILLISECONDS.toNanos(100);
+    private long nextPublishNs;
+
+    /**
+     * A QP was created on a fabric with the system clock: the agent runs (if it does not yet), so that the
+     * counters other processes read move with the traffic. A manual clock's fabric publishes nothing.
+     */
+    void publishing() {
+        if (!manual && runner == null) {
+            startAgent();
+        }
+    }
+
     @Override
     public int doWork() {
+        long real = System.nanoTime();
+        if (real - nextPublishNs >= 0) {
+            nextPublishNs = real + PUBLISH_NS;
+            fabric.publishCounters();
+        }
         long now = fabric.clock.nanoTime();
         int work = scan(now, false);
         if (now - nextHandedCheckNs >= 0 || handedPushed != null && handed.isEmpty()) {
