@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
 
+import net.jqwik.api.Example;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.statistics.Statistics;
@@ -35,6 +36,16 @@ class LossyCmPropertiesTest {
 
     @Property(tries = 100)
     void connectsExactlyOnceOrFailsCleanly(@ForAll long seed) {
+        run(seed);
+    }
+
+    /** Samples that failed once, kept as examples: 3817 (drop 0.85, dup 0.28, hold 0.06) on main at 4de0d50. */
+    @Example
+    void samplesThatFailedOnce() {
+        run(3817);
+    }
+
+    private static void run(long seed) {
         SplittableRandom r = new SplittableRandom(seed);
         // one run in eight loses most MADs, so that setups also fail (and the failure paths are checked)
         double drop = r.nextInt(8) == 0 ? 0.85 : r.nextDouble() * 0.3;
