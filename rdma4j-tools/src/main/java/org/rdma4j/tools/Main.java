@@ -56,6 +56,8 @@ public final class Main {
                 return DevInfo.devinfoMain(rest, out, err);
             case "link":
                 return LinkCommand.main(rest, out, err);
+            case "rping":
+                return Rping.main(rest, out, err, StopSignal.PROCESS);
             case "ipoib":
                 return IpoibCommand.main(rest, out, err, StopSignal.PROCESS);
             case "help":
@@ -95,6 +97,8 @@ public final class Main {
         s.println("  rc_pingpong|ud_pingpong|srq_pingpong [opts] [host]");
         s.println("                                 ibv_*_pingpong: server, or client of <host>; --loopback runs both");
         s.println("                                 here (rc_pingpong --help lists the flags)");
+        s.println("  rping -s|-c [-vVd] [-S size] [-C count] [-a addr] [-I addr] [-p port] [-P] [-q]");
+        s.println("                                 rdma-core's rping: connects with rdma_cm (the IB CM on the wire)");
         s.println("  link [add|delete|show]         configure RoCEv2 devices bound to IP addresses (like rdma link)");
         s.println("  ipoib -d dev --ifname ib0 --addr 10.200.0.1/24");
         s.println("                                 IP over InfiniBand (RFC 4391 datagram mode) on a TUN interface, until");
