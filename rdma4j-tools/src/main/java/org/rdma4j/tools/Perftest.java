@@ -577,9 +577,11 @@ public final class Perftest {
                 cmBind = new java.net.InetSocketAddress(dst, port);
                 cmSource = src;
             } else {
+                // perftest binds 0.0.0.0 (AF_INET only: rdma_cm makes an IPv4 wildcard afonly); "::" takes IPv4
+                // and IPv6 clients alike (afonly 0, as net.ipv6.bindv6only's default), so IPv6 GIDs work too
                 java.net.InetAddress bind = o.sourceIp != null ? resolve(o.sourceIp)
-                        : o.loopback || devName != null && o.loopback ? PerftestCm.addressOf(cm, dev.name(), null)
-                        : java.net.InetAddress.ofLiteral("0.0.0.0");
+                        : o.loopback ? PerftestCm.addressOf(cm, dev.name(), null)
+                        : java.net.InetAddress.ofLiteral("::");
                 if (bind == null) {
                     throw new RunException(dev.name() + " has no address for rdma_cm (" + cm.addresses() + ")");
                 }

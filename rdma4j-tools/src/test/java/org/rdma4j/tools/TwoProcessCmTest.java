@@ -15,6 +15,8 @@ import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The CM tools between two JVM processes, each with one RoCEv2 device ({@code rxe0} on 127.0.0.1 serves,
@@ -63,6 +65,25 @@ class TwoProcessCmTest {
                 List.of("rdma_client", "-s", "127.0.0.1", "-p", "%PORT%"), "Connection refused");
         assertEquals("rdma_client: start\nrdma_client: end 0\n", r[1]);
         assertEquals("rdma_server: start\nrdma_server: end 0\n", r[0]);
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"ib_send_bw", "ib_write_bw", "ib_read_bw", "ib_atomic_bw", "ib_send_lat", "ib_write_lat",
+        "ib_read_lat", "ib_atomic_lat"})
+    void perftestOverRdmaCmAcrossTwoProcesses(String tool) throws Exception {
+        List<String> common = new ArrayList<>(List.of(tool, "-R", "-p", "%PORT%", "-n", "200"));
+        if (!tool.startsWith("ib_atomic")) {
+            common.addAll(List.of("-s", tool.endsWith("_bw") ? "65536" : "8"));
+        }
+        List<String> server = new ArrayList<>(common);
+        server.addAll(List.of("-d", "rxe0"));
+        List<String> client = new ArrayList<>(common);
+        client.addAll(List.of("-d", "rxe1", "127.0.0.1"));
+        String[] r = pair(server, client, "Unexpected CM event 8");
+        assertTrue(r[1].lines().anyMatch(l -> l.matches("\\s*(\\d+)\\s+200\\s+.*")), "no result line in\n" + r[1]);
+        assertTrue(r[1].contains(" Data ex. method : rdma_cm\n"), r[1]);
+        assertTrue(r[1].contains("GID: 00:00:00:00:00:00:00:00:00:00:255:255:127:00:00:02"), r[1]);
+        assertTrue(r[0].contains(" Waiting for client rdma_cm QP to connect\n"), r[0]);
     }
 
     /**
