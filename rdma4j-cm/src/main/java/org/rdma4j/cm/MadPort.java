@@ -309,6 +309,11 @@ final class MadPort implements AutoCloseable {
      * @param av  where to
      */
     void send(byte[] mad, CmAv av) {
+        cm.tap.send(this, mad, av, m -> sendNow(m, av));
+    }
+
+    /** Sends without the tap (CM lock held). */
+    void sendNow(byte[] mad, CmAv av) {
         if (closed) {
             cm.count(CmCounter.MAD_SEND_ERRORS);
             return;

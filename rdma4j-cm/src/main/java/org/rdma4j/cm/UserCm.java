@@ -57,6 +57,7 @@ public final class UserCm implements CmProvider, AutoCloseable {
     /** AF_IB bindings, by service ID. */
     private final Map<Long, BindList> ibBinds = new HashMap<>();
     final Set<UserCmId> ids = ConcurrentHashMap.newKeySet();
+    final MadTap tap;
 
     /** The IDs bound to one port of one port space ({@code struct rdma_bind_list}). */
     static final class BindList {
@@ -80,6 +81,7 @@ public final class UserCm implements CmProvider, AutoCloseable {
         private NanoClock clock = NanoClock.SYSTEM;
         private boolean driven;
         private long seed = System.nanoTime() ^ Thread.currentThread().threadId();
+        private MadTap tap = MadTap.PASS;
 
         private Builder() {
         }
@@ -140,6 +142,12 @@ public final class UserCm implements CmProvider, AutoCloseable {
             return this;
         }
 
+        /** Puts a tap between the CM and QP1 (tests: watch, lose, duplicate, delay MADs). */
+        Builder tap(MadTap t) {
+            tap = Objects.requireNonNull(t);
+            return this;
+        }
+
         /**
          * Opens the devices' QP1s and starts the CM.
          *
@@ -159,6 +167,7 @@ public final class UserCm implements CmProvider, AutoCloseable {
     private UserCm(Builder b) {
         this.random = new Random(b.seed);
         this.driven = b.driven;
+        this.tap = b.tap;
         this.timers = new CmTimers(b.clock, lock);
         this.mad = new MadLayer(this);
         this.ibcm = new IbCm(this, mad);
@@ -238,6 +247,16 @@ public final class UserCm implements CmProvider, AutoCloseable {
             lock.unlock();
         }
         return any;
+    }
+
+    /** Runs {@code r} with the CM lock held (a test releasing MADs its tap held). */
+    void runLocked(Runnable r) {
+        lock.lock();
+        try {
+            r.run();
+        } finally {
+            lock.unlock();
+        }
     }
 
     // ------------------------------------------------------------------ counters

@@ -197,6 +197,8 @@ final class RoceLink implements Link {
         private boolean lastBulk;
         /** When an application thread last polled this socket (System.nanoTime). */
         private volatile long lastPollerNs;
+        /** Whether the thread that polled last has since blocked on a completion channel ({@link #pollerLeft}). */
+        private volatile boolean pollerBlocked;
 
         /**
          * The receive agent: waits for datagrams and dispatches them, unless application threads are
@@ -208,7 +210,7 @@ final class RoceLink implements Link {
         public void run() {
             while (!closed) {
                 try {
-                    long sincePoll = System.nanoTime() - lastPollerNs;
+                    long sincePoll = pollerBlocked ? Long.MAX_VALUE : System.nanoTime() - lastPollerNs;
                     if (sincePoll < POLLER_ACTIVE_NS) {
                         // An application thread is busy-polling and receives on its own thread: stay off
                         // the socket, so that a datagram wakes nobody. A thread blocked in poll(2) is woken
@@ -275,9 +277,19 @@ final class RoceLink implements Link {
             }
         }
 
+        /**
+         * The thread that polled last is about to block on a completion channel: it receives no more, so the agent
+         * takes over now, without the busy-poll window or the short waits after it.
+         */
+        void pollerLeft() {
+            pollerBlocked = true;
+            java.util.concurrent.locks.LockSupport.unpark(agent);
+        }
+
         /** Called by a thread that polls a CQ of the device and found it empty. */
         boolean poll() {
             lastPollerNs = System.nanoTime();
+            pollerBlocked = false;
             try {
                 return drain(true);
             } catch (IOException e) {
@@ -413,6 +425,31 @@ final class RoceLink implements Link {
             got |= gs[i].poll();
         }
         return got;
+    }
+
+    /**
+     * A thread that polled the device's CQs now blocks on a completion channel (its deferred ACKs already sent):
+     * the receive agents stop deferring to it at once. Without this, a datagram that came in the 200 us after the
+     * thread's last empty poll waited for the agent's park to end, and the agent woke every millisecond for the
+     * next 50 ms, although nobody polled (docs/ipoib.md, ping profile).
+     */
+    void pollerBlocking() {
+        for (int i = 0; i < endpoints.size(); i++) {
+            endpoints.get(i).pollerLeft();
+        }
+        for (Endpoint g : groups.values()) {
+            g.pollerLeft();
+        }
+    }
+
+    /** @return whether the thread that polled the device last has blocked on a completion channel since */
+    boolean pollerBlocked() {
+        for (int i = 0; i < endpoints.size(); i++) {
+            if (!endpoints.get(i).pollerBlocked) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /**

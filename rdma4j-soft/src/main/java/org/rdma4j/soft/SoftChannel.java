@@ -63,6 +63,10 @@ final class SoftChannel extends SoftResource implements CompletionChannel {
     @Override
     public CompletionQueue getCqEvent(Duration timeout) {
         checkNotClosed();
+        if (!timeout.isZero()) {
+            // before the channel lock: this takes the engine lock, under which completions are pushed here
+            ctx.device.waiterBlocking();
+        }
         lock.lock();
         try {
             int generation = lastCqClosed;

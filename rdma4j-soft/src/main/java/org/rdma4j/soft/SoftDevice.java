@@ -290,6 +290,19 @@ public final class SoftDevice implements Device, GsiAccess {
     }
 
     /**
+     * A thread is about to block on a completion channel of this device: the ACKs its last receive deferred leave
+     * now (nobody else would send them before the peer's timeout), and the RoCE receive agents stop deferring to
+     * it, so a packet that arrives next is taken at once.
+     */
+    void waiterBlocking() {
+        fabric.flushAcksIfPending();
+        RoceLink r = roce;
+        if (r != null) {
+            r.pollerBlocking();
+        }
+    }
+
+    /**
      * What a poll of an empty CQ does: sends the ACKs this thread's last receive deferred, then receives.
      *
      * @return whether a packet was received

@@ -107,7 +107,7 @@ class SoftGsiTest {
     @ParameterizedTest
     @MethodSource("fabrics")
     void qp0DoesNotExistAndQp1IsOnePerPort(Function<ManualClock, SoftDevicesFixture> make) {
-        try (SoftDevicesFixture f = make.apply(new ManualClock()); Arena arena = Arena.ofShared()) {
+        try (SoftDevicesFixture f = make.apply(new ManualClock())) {
             SoftDevice a = f.softDevice(0);
             try (Context ctx = a.open(); ProtectionDomain pd = ctx.allocPd(); CompletionQueue cq = ctx.createCq(4, null, 0)) {
                 QpInitAttributes init = new QpInitAttributes().sendCq(cq).recvCq(cq);

@@ -70,12 +70,6 @@ public final class Perftest {
     /** perftest's DEF_INLINE_SEND_RC_UC: the default inline size of ib_send_lat. */
     static final int DEF_INLINE_SEND = 236;
     private static final VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
-    /**
-     * Latency waits spin this many times before they start yielding ({@code -Drdma4j.perftest.spins}). Pure
-     * spinning (a large value) gives the best t_typical on an idle machine and a far worse t_avg on a busy
-     * one, where a spinning side is preempted; 64 keeps both sides responsive on 2 vCPUs.
-     */
-    private static final int SPINS_BEFORE_YIELD = Integer.getInteger("rdma4j.perftest.spins", 64);
 
     /**
      * QPs of in-process devices that this JVM's tools have open ("GID/QPN"): an in-process device reaches
@@ -1579,23 +1573,18 @@ public final class Perftest {
         }
 
         private int spinWait(int spins, long since, String what) {
-            // A short spin, then yield: the in-process device's engine needs a CPU too.
-            if (spins < SPINS_BEFORE_YIELD) {
-                Thread.onSpinWait();
-            } else {
-                Thread.yield();
-                if ((spins & 63) == 0) {
-                    long now = System.nanoTime();
-                    if (now - since > STALL_NS) {
-                        throw new RunException("Waited " + STALL_NS / 1_000_000_000L + " s for " + what
-                                + " (is the peer still running?)" + inProcessHint());
-                    }
-                    if (peerGone(now)) {
-                        throw peerClosed(what);
-                    }
+            // A short spin, then yield: the device's threads and the peer need a CPU too (BusyPoll).
+            if (BusyPoll.yields(spins) && (spins & 63) == 0) {
+                long now = System.nanoTime();
+                if (now - since > STALL_NS) {
+                    throw new RunException("Waited " + STALL_NS / 1_000_000_000L + " s for " + what
+                            + " (is the peer still running?)" + inProcessHint());
+                }
+                if (peerGone(now)) {
+                    throw peerClosed(what);
                 }
             }
-            return spins + 1;
+            return BusyPoll.idle(spins);
         }
 
         /**

@@ -607,15 +607,12 @@ public final class PingPong {
                         showProgress(Math.min(rcnt, scnt), iters, now - start);
                         nextProgress = now + PROGRESS_NS;
                     }
-                    // Busy polling as rdma-core, but giving the core away now and then: in loopback the
-                    // peer's thread may need it to answer.
-                    if ((++idlePolls & 0x3FF) == 0) {
-                        Thread.yield();
-                    } else {
-                        Thread.onSpinWait();
-                    }
+                    // Busy polling as rdma-core, but giving the core away once the wait is long: the
+                    // peer (in loopback its thread, between processes its poller) may need it to answer.
+                    idlePolls = BusyPoll.idle(idlePolls);
                     continue;
                 }
+                idlePolls = 0;
                 lastCompletion = System.nanoTime();
                 for (int i = 0; i < ne; i++) {
                     WorkCompletion wc = wcs[i];

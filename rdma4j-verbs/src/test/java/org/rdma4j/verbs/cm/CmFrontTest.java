@@ -126,7 +126,8 @@ class CmFrontTest {
 
     @Test
     void listenBindsAnUnboundIdAndRejectsRequestsBeyondTheBacklog() {
-        try (CmEventChannel ch = cm.createEventChannel(); CmId l = ch.createId(PortSpace.TCP)) {
+        try (CmEventChannel ch = cm.createEventChannel()) {
+            CmId l = ch.createId(PortSpace.TCP);
             l.listen(2);
             FakeCmProvider.FakeId spi = soft.ids.getLast();
             assertEquals("listen 2", spi.calls.getLast());
