@@ -7,6 +7,9 @@ import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.net.UnknownHostException;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
 
 import org.rdma4j.verbs.CompletionQueue;
 import org.rdma4j.verbs.Errno;
@@ -15,8 +18,10 @@ import org.rdma4j.verbs.VerbsException;
 import org.rdma4j.verbs.WorkCompletion;
 import org.rdma4j.verbs.cm.CmEvent;
 import org.rdma4j.verbs.cm.CmEventChannel;
+import org.rdma4j.verbs.cm.CmId;
 import org.rdma4j.verbs.cm.IbSocketAddress;
 import org.rdma4j.verbs.cm.PortSpace;
+import org.rdma4j.verbs.cm.RdmaCm;
 
 /**
  * What the librdmacm examples of rdma-core share ({@code librdmacm/examples/common.c}): address lookup as
@@ -32,6 +37,114 @@ final class CmExamples {
     static final int EINTR = 4;
 
     private CmExamples() {
+    }
+
+    /**
+     * What a librdmacm example program is made of in Java: its providers and streams, the run wrapper (Ctrl-C
+     * makes it exit 130, the exit status is C's {@code ret} cut to 8 bits), the IDs of rejected requests (closed
+     * once their events are acknowledged, as the C examples leave them to the exit), and quiet cleanup.
+     */
+    abstract static class Tool {
+        final String name;
+        final RdmaCm cm;
+        final PrintStream out;
+        final PrintStream err;
+        final StopSignal stop;
+        private final List<CmId> rejected = new ArrayList<>();
+
+        Tool(String name, RdmaCm cm, PrintStream out, PrintStream err, StopSignal stop) {
+            this.name = name;
+            this.cm = cm;
+            this.out = out;
+            this.err = err;
+            this.stop = stop;
+        }
+
+        /** @return false after printing the usage for bad flags */
+        abstract boolean parse(String[] args);
+
+        /** @return the C program's {@code ret} */
+        abstract int run();
+
+        /** Parses and runs: the exit status. */
+        final int exec(String[] args) {
+            stop.enter();
+            try {
+                if (!parse(args)) {
+                    return 1;
+                }
+                int rc = run();
+                return stop.stopped() ? 130 : rc & 0xFF;
+            } finally {
+                out.flush();
+                stop.exit();
+            }
+        }
+
+        /** {@code -f}: "ip" and "name" are IP addresses (false), "gid" AF_IB (true); anything else warns. */
+        boolean addressFormat(String f, boolean current) {
+            String v = f.toLowerCase(Locale.ROOT);
+            if (v.startsWith("ip")) {
+                return false;
+            }
+            if (v.startsWith("gid")) {
+                return true;
+            }
+            if (!v.startsWith("name")) {
+                err.println("Warning: unknown address format");
+            }
+            return current;
+        }
+
+        /** Keeps the ID of a rejected request until its event is acknowledged. */
+        void rejected(CmId id) {
+            rejected.add(id);
+        }
+
+        /** Closes the IDs of rejected requests (after their events were acknowledged). */
+        void closeRejected() {
+            for (CmId id : rejected) {
+                try {
+                    id.close();
+                } catch (VerbsException e) {
+                    perror(err, name + ": rdma_destroy_id", e);
+                }
+            }
+            rejected.clear();
+        }
+
+        /** Closes each resource that is not null, reporting (not throwing) a failure. */
+        void quiet(AutoCloseable... cs) {
+            for (AutoCloseable c : cs) {
+                if (c == null) {
+                    continue;
+                }
+                try {
+                    c.close();
+                } catch (Exception e) {
+                    err.println(name + ": cleanup: " + e.getMessage());
+                }
+            }
+        }
+
+        /** Destroys the ID's QP (if any), then the resources, then the ID, as the examples' destroy_node. */
+        void destroy(CmId id, AutoCloseable... resources) {
+            try {
+                if (id.qp() != null) {
+                    id.destroyQp();
+                }
+            } catch (VerbsException e) {
+                perror(err, name + ": rdma_destroy_qp", e);
+            }
+            quiet(resources);
+            if (id != null) {
+                try {
+                    id.close();
+                } catch (VerbsException e) {
+                    perror(err, name + ": rdma_destroy_id", e);
+                }
+            }
+        }
     }
 
     /** A failed address lookup, with {@code gai_strerror}'s text. */

@@ -111,7 +111,7 @@ public final class Main {
         s.println("                                 rdma-core's ucmatose: several RC connections through rdma_cm");
         s.println("  udaddy [-s server] [-b bind] [-c conns] [-C count] [-S size] [-t tos] [-P udp]");
         s.println("                                 rdma-core's udaddy: UD peers resolved through rdma_cm (SIDR)");
-        s.println("  rdma_server [-s addr] [-p port] | rdma_client [-s addr] [-p port]");
+        s.println("  rdma_server|rdma_client [-s addr] [-p port]");
         s.println("                                 rdma-core's synchronous librdmacm examples (16 bytes each way)");
         s.println("  link [add|delete|show]         configure RoCEv2 devices bound to IP addresses (like rdma link)");
         s.println("  ipoib -d dev --ifname ib0 --addr 10.200.0.1/24");

@@ -361,24 +361,76 @@ public final class RdmaServerClient {
         }
     }
 
-    private int serve(Arena arena, SyncId id) {
-        QueuePair qp = id.id.qp();
-        int sendFlags = 0;
-        if (qp.cap().maxInlineData() >= MSG) {
-            sendFlags = SendFlags.INLINE;
-        } else {
-            out.println("rdma_server: device doesn't support IBV_SEND_INLINE, using sge sends");
+    /**
+     * The 16-byte messages of both examples: inline sends when the QP allows 16 inline bytes (else the
+     * example's "doesn't support IBV_SEND_INLINE" line and a registered send buffer), {@code rdma_reg_msgs} of
+     * the receive buffer, and the one receive posted before connecting or accepting.
+     */
+    private final class Msgs implements AutoCloseable {
+        final QueuePair qp;
+        final MemorySegment sendMsg;
+        final MemoryRegion mr;
+        final MemoryRegion sendMr;
+        final int sendFlags;
+
+        Msgs(Arena arena, SyncId id) {
+            qp = id.id.qp();
+            boolean inline = qp.cap().maxInlineData() >= MSG;
+            if (!inline) {
+                out.println(name + ": device doesn't support IBV_SEND_INLINE, using sge sends");
+            }
+            sendFlags = inline ? SendFlags.INLINE : 0;
+            MemorySegment recvMsg = arena.allocate(MSG, 8);
+            sendMsg = arena.allocate(MSG, 8);
+            mr = id.pd.regMr(recvMsg, AccessFlag.of(AccessFlag.LOCAL_WRITE));
+            sendMr = inline ? null : id.pd.regMr(sendMsg, AccessFlag.of(AccessFlag.LOCAL_WRITE));
         }
-        MemorySegment recvMsg = arena.allocate(MSG, 8);
-        MemorySegment sendMsg = arena.allocate(MSG, 8);
-        MemoryRegion mr = id.pd.regMr(recvMsg, AccessFlag.of(AccessFlag.LOCAL_WRITE));
-        MemoryRegion sendMr = (sendFlags & SendFlags.INLINE) == 0
-                ? id.pd.regMr(sendMsg, AccessFlag.of(AccessFlag.LOCAL_WRITE)) : null;
-        int ret;
-        try {
+
+        boolean postRecv() {
             RecvWorkRequest rwr = new RecvWorkRequest().singleSge(mr.address(), MSG, mr.lkey());
             if (!qp.postRecv(rwr)) {
                 err.println("rdma_post_recv: " + rwr.postError().message());
+                return false;
+            }
+            return true;
+        }
+
+        /** rdma_post_send, then rdma_get_send_comp (first = the send) or the receive first (last = the send). */
+        int exchange(SyncId id, boolean sendFirst) {
+            WorkCompletion wc = new WorkCompletion();
+            String call = "rdma_get_recv_comp";
+            try {
+                if (!sendFirst) {
+                    id.getComp(true, wc);
+                }
+                if (postSend(qp, sendMsg, sendMr, sendFlags, "rdma_post_send") != 0) {
+                    return -1;
+                }
+                call = "rdma_get_send_comp";
+                id.getComp(false, wc);
+                if (sendFirst) {
+                    call = "rdma_get_recv_comp";
+                    id.getComp(true, wc);
+                }
+                return 0;
+            } catch (VerbsException e) {
+                CmExamples.perror(err, call, e);
+                return -1;
+            }
+        }
+
+        @Override
+        public void close() {
+            if (sendMr != null) {
+                sendMr.close();
+            }
+            mr.close();
+        }
+    }
+
+    private int serve(Arena arena, SyncId id) {
+        try (Msgs m = new Msgs(arena, id)) {
+            if (!m.postRecv()) {
                 return -1;
             }
             try {
@@ -388,30 +440,10 @@ public final class RdmaServerClient {
                 CmExamples.perror(err, "rdma_accept", e);
                 return -1;
             }
-            WorkCompletion wc = new WorkCompletion();
-            try {
-                id.getComp(true, wc);
-                ret = postSend(qp, sendMsg, sendMr, sendFlags, "rdma_post_send");
-                if (ret == 0) {
-                    try {
-                        id.getComp(false, wc);
-                    } catch (VerbsException e) {
-                        CmExamples.perror(err, "rdma_get_send_comp", e);
-                        ret = -1;
-                    }
-                }
-            } catch (VerbsException e) {
-                CmExamples.perror(err, "rdma_get_recv_comp", e);
-                ret = -1;
-            }
+            int ret = m.exchange(id, false);
             disconnect(id);
-        } finally {
-            if (sendMr != null) {
-                sendMr.close();
-            }
-            mr.close();
+            return ret;
         }
-        return ret;
     }
 
     private int postSend(QueuePair qp, MemorySegment msg, MemoryRegion mr, int flags, String call) {
@@ -457,56 +489,20 @@ public final class RdmaServerClient {
             CmExamples.perror(err, "rdma_create_ep", e);
             return -1;
         }
-        try (id) {
-            QueuePair qp = id.id.qp();
-            int sendFlags = 0;
-            if (qp.cap().maxInlineData() >= MSG) {
-                sendFlags = SendFlags.INLINE;
-            } else {
-                out.println("rdma_client: device doesn't support IBV_SEND_INLINE, using sge sends");
+        try (id; Msgs m = new Msgs(arena, id)) {
+            if (!m.postRecv()) {
+                return -1;
             }
-            MemorySegment recvMsg = arena.allocate(MSG, 8);
-            MemorySegment sendMsg = arena.allocate(MSG, 8);
-            MemoryRegion mr = id.pd.regMr(recvMsg, AccessFlag.of(AccessFlag.LOCAL_WRITE));
-            MemoryRegion sendMr = (sendFlags & SendFlags.INLINE) == 0
-                    ? id.pd.regMr(sendMsg, AccessFlag.of(AccessFlag.LOCAL_WRITE)) : null;
             try {
-                RecvWorkRequest rwr = new RecvWorkRequest().singleSge(mr.address(), MSG, mr.lkey());
-                if (!qp.postRecv(rwr)) {
-                    err.println("rdma_post_recv: " + rwr.postError().message());
-                    return -1;
-                }
-                try {
-                    id.id.connect(null);
-                    id.complete("rdma_connect");
-                } catch (VerbsException e) {
-                    CmExamples.perror(err, "rdma_connect", e);
-                    return -1;
-                }
-                int ret = postSend(qp, sendMsg, sendMr, sendFlags, "rdma_post_send");
-                if (ret == 0) {
-                    WorkCompletion wc = new WorkCompletion();
-                    try {
-                        id.getComp(false, wc);
-                        try {
-                            id.getComp(true, wc);
-                        } catch (VerbsException e) {
-                            CmExamples.perror(err, "rdma_get_recv_comp", e);
-                            ret = -1;
-                        }
-                    } catch (VerbsException e) {
-                        CmExamples.perror(err, "rdma_get_send_comp", e);
-                        ret = -1;
-                    }
-                }
-                disconnect(id);
-                return ret;
-            } finally {
-                if (sendMr != null) {
-                    sendMr.close();
-                }
-                mr.close();
+                id.id.connect(null);
+                id.complete("rdma_connect");
+            } catch (VerbsException e) {
+                CmExamples.perror(err, "rdma_connect", e);
+                return -1;
             }
+            int ret = m.exchange(id, true);
+            disconnect(id);
+            return ret;
         }
     }
 }

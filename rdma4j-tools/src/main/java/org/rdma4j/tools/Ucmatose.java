@@ -35,7 +35,7 @@ import org.rdma4j.verbs.cm.RdmaCm;
  * and a QP created through the CM ID; the client asks for 1 responder resource and initiator depth and a
  * retry count of 5, the server accepts with the defaults (librdmacm's NULL parameters).
  */
-public final class Ucmatose {
+public final class Ucmatose extends CmExamples.Tool {
     private static final int EINTR = CmExamples.EINTR;
 
     private int connections = 1;
@@ -51,11 +51,6 @@ public final class Ucmatose {
     private PortSpace portSpace = PortSpace.TCP;
     private boolean setTimeout;
     private int timeout;
-
-    private final RdmaCm cm;
-    private final PrintStream out;
-    private final PrintStream err;
-    private final StopSignal stop;
 
     private CmEventChannel channel;
     private Node[] nodes;
@@ -82,10 +77,7 @@ public final class Ucmatose {
     }
 
     private Ucmatose(RdmaCm cm, PrintStream out, PrintStream err, StopSignal stop) {
-        this.cm = cm;
-        this.out = out;
-        this.err = err;
-        this.stop = stop;
+        super("cmatose", cm, out, err, stop);
     }
 
     /**
@@ -112,37 +104,18 @@ public final class Ucmatose {
      * @return the exit status
      */
     public static int main(String[] args, RdmaCm cm, PrintStream out, PrintStream err, StopSignal stop) {
-        stop.enter();
-        try {
-            Ucmatose u = new Ucmatose(cm, out, err, stop);
-            if (!u.parse(args)) {
-                return 1;
-            }
-            int rc = u.run();
-            return stop.stopped() ? 130 : rc & 0xFF;
-        } finally {
-            out.flush();
-            stop.exit();
-        }
+        return new Ucmatose(cm, out, err, stop).exec(args);
     }
 
-    private boolean parse(String[] args) {
+    @Override
+    boolean parse(String[] args) {
         Getopt g = new Getopt(args, "s:b:f:P:c:C:S:t:p:a:m");
         int op;
         while ((op = g.next()) != -1) {
             switch (op) {
                 case 's' -> dstAddr = g.arg();
                 case 'b' -> srcAddr = g.arg();
-                case 'f' -> {
-                    String f = g.arg().toLowerCase(java.util.Locale.ROOT);
-                    if (f.startsWith("ip")) {
-                        ibFamily = false;
-                    } else if (f.startsWith("gid")) {
-                        ibFamily = true;
-                    } else if (!f.startsWith("name")) {
-                        err.println("Warning: unknown address format");
-                    }
-                }
+                case 'f' -> ibFamily = addressFormat(g.arg(), ibFamily);
                 case 'P' -> {
                     String f = g.arg().toLowerCase(java.util.Locale.ROOT);
                     if (f.startsWith("ib")) {
@@ -190,7 +163,8 @@ public final class Ucmatose {
         out.println("\t[-a ack_timeout]");
     }
 
-    private int run() {
+    @Override
+    int run() {
         if (connections < 0) {
             connections = 0;
         }
@@ -326,35 +300,9 @@ public final class Ucmatose {
     }
 
     private void destroyNode(Node node) {
-        if (node.cmaId == null) {
-            return;
-        }
-        try {
-            if (node.cmaId.qp() != null) {
-                node.cmaId.destroyQp();
-            }
-            quiet(node.sendCq);
-            quiet(node.recvCq);
-            quiet(node.mr);
-            quiet(node.pd);
-            if (node.arena != null) {
-                node.arena.close();
-            }
-            // Destroy the RDMA ID after all device resources
-            node.cmaId.close();
-        } catch (VerbsException e) {
-            CmExamples.perror(err, "cmatose: rdma_destroy_id", e);
-        }
-    }
-
-    private void quiet(AutoCloseable c) {
-        if (c == null) {
-            return;
-        }
-        try {
-            c.close();
-        } catch (Exception e) {
-            err.println("cmatose: cleanup: " + e.getMessage());
+        if (node.cmaId != null) {
+            // destroy the RDMA ID after all device resources
+            destroy(node.cmaId, node.sendCq, node.recvCq, node.mr, node.pd, node.arena);
         }
     }
 
@@ -419,7 +367,7 @@ public final class Ucmatose {
         int ret;
         if (connIndex == connections) {
             ret = -Errno.ENOMEM.value();
-            rejected.add(cmaId);
+            rejected(cmaId);
         } else {
             Node node = nodes[connIndex++];
             node.cmaId = cmaId;
@@ -461,29 +409,16 @@ public final class Ucmatose {
     private void releaseUnaccepted(Node node) {
         CmId id = node.cmaId;
         node.cmaId = null; // as cmatose: the node forgets the ID
-        try {
-            if (id.qp() != null) {
-                id.destroyQp();
-            }
-        } catch (VerbsException e) {
-            CmExamples.perror(err, "cmatose: rdma_destroy_qp", e);
+        if (id.qp() != null) {
+            id.destroyQp();
         }
-        quiet(node.sendCq);
-        quiet(node.recvCq);
-        quiet(node.mr);
-        quiet(node.pd);
-        if (node.arena != null) {
-            node.arena.close();
-        }
+        quiet(node.sendCq, node.recvCq, node.mr, node.pd, node.arena);
         node.sendCq = node.recvCq = null;
         node.mr = null;
         node.pd = null;
         node.arena = null;
-        rejected.add(id);
+        rejected(id);
     }
-
-    /** IDs of rejected requests: closed once their events are acknowledged. */
-    private final java.util.List<CmId> rejected = new java.util.ArrayList<>();
 
     private int cmaHandler(CmEvent event) {
         CmId id = event.id();
@@ -543,17 +478,6 @@ public final class Ucmatose {
             closeRejected();
         }
         return ret;
-    }
-
-    private void closeRejected() {
-        for (CmId id : rejected) {
-            try {
-                id.close();
-            } catch (VerbsException e) {
-                CmExamples.perror(err, "cmatose: rdma_destroy_id", e);
-            }
-        }
-        rejected.clear();
     }
 
     private int pollCqs(boolean recv) {

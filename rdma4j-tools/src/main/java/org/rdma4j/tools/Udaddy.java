@@ -39,7 +39,7 @@ import org.rdma4j.verbs.cm.UdParam;
  * address from the first message's GRH ({@code ibv_create_ah_from_wc}), and answers each message. Same
  * flags, lines and exit status as udaddy.
  */
-public final class Udaddy {
+public final class Udaddy extends CmExamples.Tool {
     /** sizeof(struct ibv_grh): the area in front of every UD receive. */
     private static final int GRH = 40;
 
@@ -54,16 +54,10 @@ public final class Udaddy {
     private boolean ibFamily;
     private int portSpace = PortSpace.UDP.value();
 
-    private final RdmaCm cm;
-    private final PrintStream out;
-    private final PrintStream err;
-    private final StopSignal stop;
-
     private CmEventChannel channel;
     private Node[] nodes;
     private int connIndex;
     private int connectsLeft;
-    private final java.util.List<CmId> rejected = new java.util.ArrayList<>();
 
     /** One peer ({@code struct cmatest_node}). */
     private static final class Node {
@@ -84,10 +78,7 @@ public final class Udaddy {
     }
 
     private Udaddy(RdmaCm cm, PrintStream out, PrintStream err, StopSignal stop) {
-        this.cm = cm;
-        this.out = out;
-        this.err = err;
-        this.stop = stop;
+        super("udaddy", cm, out, err, stop);
     }
 
     /**
@@ -114,21 +105,11 @@ public final class Udaddy {
      * @return the exit status
      */
     public static int main(String[] args, RdmaCm cm, PrintStream out, PrintStream err, StopSignal stop) {
-        stop.enter();
-        try {
-            Udaddy u = new Udaddy(cm, out, err, stop);
-            if (!u.parse(args)) {
-                return 1;
-            }
-            int rc = u.run();
-            return stop.stopped() ? 130 : rc & 0xFF;
-        } finally {
-            out.flush();
-            stop.exit();
-        }
+        return new Udaddy(cm, out, err, stop).exec(args);
     }
 
-    private boolean parse(String[] args) {
+    @Override
+    boolean parse(String[] args) {
         Getopt g = new Getopt(args, "s:b:c:C:S:t:p:P:f:");
         int op;
         while ((op = g.next()) != -1) {
@@ -143,16 +124,7 @@ public final class Udaddy {
                     tos = (int) (CmExamples.strtoul0(g.arg()) & 0xFF);
                 }
                 case 'p' -> portSpace = (int) CmExamples.strtoul0(g.arg()); // udaddy: -p is the port space
-                case 'f' -> {
-                    String f = g.arg().toLowerCase(java.util.Locale.ROOT);
-                    if (f.startsWith("ip")) {
-                        ibFamily = false;
-                    } else if (f.startsWith("gid")) {
-                        ibFamily = true;
-                    } else if (!f.startsWith("name")) {
-                        err.println("Warning: unknown address format");
-                    }
-                }
+                case 'f' -> ibFamily = addressFormat(g.arg(), ibFamily);
                 case 'P' -> {
                     String f = g.arg().toLowerCase(java.util.Locale.ROOT);
                     if (f.startsWith("ipoib")) {
@@ -205,7 +177,8 @@ public final class Udaddy {
         }
     }
 
-    private int run() {
+    @Override
+    int run() {
         if (connections < 0) {
             connections = 0;
         }
@@ -338,34 +311,9 @@ public final class Udaddy {
     }
 
     private void destroyNode(Node node) {
-        if (node.cmaId == null) {
-            return;
-        }
-        try {
+        if (node.cmaId != null) {
             quiet(node.ah);
-            if (node.cmaId.qp() != null) {
-                node.cmaId.destroyQp();
-            }
-            quiet(node.cq);
-            quiet(node.mr);
-            quiet(node.pd);
-            if (node.arena != null) {
-                node.arena.close();
-            }
-            node.cmaId.close();
-        } catch (VerbsException e) {
-            CmExamples.perror(err, "udaddy: rdma_destroy_id", e);
-        }
-    }
-
-    private void quiet(AutoCloseable c) {
-        if (c == null) {
-            return;
-        }
-        try {
-            c.close();
-        } catch (Exception e) {
-            err.println("udaddy: cleanup: " + e.getMessage());
+            destroy(node.cmaId, node.cq, node.mr, node.pd, node.arena);
         }
     }
 
@@ -447,24 +395,15 @@ public final class Udaddy {
         } catch (VerbsException e) {
             CmExamples.perror(err, "udaddy: rdma_reject", e);
         }
-        rejected.add(cmaId);
+        rejected(cmaId);
         return ret;
     }
 
     private void releaseNode(Node node, CmId id) {
         if (id.qp() != null) {
-            try {
-                id.destroyQp();
-            } catch (VerbsException e) {
-                CmExamples.perror(err, "udaddy: rdma_destroy_qp", e);
-            }
+            id.destroyQp();
         }
-        quiet(node.cq);
-        quiet(node.mr);
-        quiet(node.pd);
-        if (node.arena != null) {
-            node.arena.close();
-        }
+        quiet(node.cq, node.mr, node.pd, node.arena);
         node.cq = null;
         node.mr = null;
         node.pd = null;
@@ -528,17 +467,6 @@ public final class Udaddy {
             closeRejected();
         }
         return ret;
-    }
-
-    private void closeRejected() {
-        for (CmId id : rejected) {
-            try {
-                id.close();
-            } catch (VerbsException e) {
-                CmExamples.perror(err, "udaddy: rdma_destroy_id", e);
-            }
-        }
-        rejected.clear();
     }
 
     /** ibv_create_ah_from_wc on the first receive, the peer's QPN from its immediate data, our own Q_Key. */
