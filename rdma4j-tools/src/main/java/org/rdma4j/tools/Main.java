@@ -66,6 +66,8 @@ public final class Main {
                 return RdmaServerClient.server(rest, out, err, StopSignal.PROCESS);
             case "rdma_client":
                 return RdmaServerClient.client(rest, out, err, StopSignal.PROCESS);
+            case "cmtime":
+                return Cmtime.main(rest, out, err, StopSignal.PROCESS);
             case "ipoib":
                 return IpoibCommand.main(rest, out, err, StopSignal.PROCESS);
             case "help":
@@ -113,6 +115,8 @@ public final class Main {
         s.println("                                 rdma-core's udaddy: UD peers resolved through rdma_cm (SIDR)");
         s.println("  rdma_server|rdma_client [-s addr] [-p port]");
         s.println("                                 rdma-core's synchronous librdmacm examples (16 bytes each way)");
+        s.println("  cmtime [-s server] [-b bind] [-c conns] [-p port] [-r retries] [-t timeout_ms]");
+        s.println("                                 rdma-core's cmtime: times each step of setting up -c connections");
         s.println("  link [add|delete|show]         configure RoCEv2 devices bound to IP addresses (like rdma link)");
         s.println("  ipoib -d dev --ifname ib0 --addr 10.200.0.1/24");
         s.println("                                 IP over InfiniBand (RFC 4391 datagram mode) on a TUN interface, until");

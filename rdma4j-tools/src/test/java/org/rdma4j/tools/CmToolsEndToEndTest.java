@@ -158,6 +158,41 @@ class CmToolsEndToEndTest {
     }
 
     @Test
+    void cmtimeTimesEachStepOfItsConnections() throws Exception {
+        String p = Integer.toString(port());
+        StopSignal serverStop = new StopSignal();
+        ByteArrayOutputStream so = new ByteArrayOutputStream();
+        CompletableFuture<Integer> s = CompletableFuture.supplyAsync(() -> Cmtime.main(new String[] {"-b", gid("soft1"), "-p",
+                p}, new PrintStream(so, true, StandardCharsets.UTF_8), new PrintStream(so, true, StandardCharsets.UTF_8),
+                serverStop));
+        Run c = null;
+        for (int attempt = 0; attempt < 200; attempt++) {
+            c = run(Cmtime::main, "-s", gid("soft1"), "-b", gid("soft0"), "-p", p, "-c", "20");
+            if (!c.out().contains("error: 8")) {
+                break;
+            }
+            try {
+                s.get(20, TimeUnit.MILLISECONDS);
+            } catch (TimeoutException stillRunning) {
+                // the server is up but not listening yet: try again
+            }
+        }
+        serverStop.stop(); // cmtime's server runs until it is stopped (Ctrl-C: 130)
+        assertEquals(130, s.get(30, TimeUnit.SECONDS), so.toString(StandardCharsets.UTF_8));
+        assertEquals(0, c.rc(), c.all());
+        List<String> lines = c.out().lines().toList();
+        assertEquals(List.of("creating id", "binding source address", "resolving address", "resolving route", "creating qp",
+                "connecting", "disconnecting", "destroying id", "step              total ms     max ms     min us  us / conn"),
+                lines.subList(0, 9));
+        for (String step : List.of("create id", "bind addr", "resolve addr", "resolve route", "create qp", "connect",
+                "disconnect", "destroy")) {
+            String head = String.format("%-13s: ", step);
+            assertTrue(c.out().lines().anyMatch(l -> l.startsWith(head)
+                    && l.substring(head.length()).trim().split(" +").length == 4), step + " in\n" + c.out());
+        }
+    }
+
+    @Test
     void badFlagsPrintTheUsage() {
         Run u = run(Ucmatose::main, "-x");
         assertEquals(1, u.rc());
