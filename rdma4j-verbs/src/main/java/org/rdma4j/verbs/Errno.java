@@ -76,12 +76,16 @@ public enum Errno {
         return switch (this) {
             case EPERM -> "Operation not permitted";
             case ENOENT -> "No such file or directory";
+            case EIO -> "Input/output error";
             case EAGAIN -> "Resource temporarily unavailable";
             case ENOMEM -> "Cannot allocate memory";
             case EACCES -> "Permission denied";
+            case EFAULT -> "Bad address";
             case EBUSY -> "Device or resource busy";
+            case EEXIST -> "File exists";
             case ENODEV -> "No such device";
             case EINVAL -> "Invalid argument";
+            case ENOSYS -> "Function not implemented";
             case ENODATA -> "No data available";
             case EPROTO -> "Protocol error";
             case EOPNOTSUPP -> "Operation not supported";
