@@ -556,9 +556,7 @@ final class ConnectedMode {
                 e.ack(); // what the handlers need is in the event; an acked ID may be closed
                 res.lock.lock();
                 try {
-                    if (running) {
-                        handle(e);
-                    }
+                    handle(e); // also while stopping: a request's new ID must be answered and closed
                 } finally {
                     res.lock.unlock();
                 }
@@ -580,7 +578,13 @@ final class ConnectedMode {
                  ROUTE_ERROR, DISCONNECTED -> {
                 if (owner instanceof TxConn c) {
                     if (c.id == id) {
-                        onTxEvent(c, e);
+                        try {
+                            onTxEvent(c, e);
+                        } catch (VerbsException ex) {
+                            res.log.accept("ipoib: connection to " + IpoibResources.ipString(c.ip) + " failed: "
+                                    + ex.getMessage());
+                            failed(c, RETRY_NS);
+                        }
                     }
                 } else if (owner instanceof RxConn r) {
                     onRxEvent(r, e);
