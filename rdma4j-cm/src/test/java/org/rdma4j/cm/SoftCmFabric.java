@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.Locale;
 
 import org.rdma4j.common.ManualClock;
+import org.rdma4j.common.NanoClock;
 import org.rdma4j.dma.DmaChecker;
 import org.rdma4j.dma.DmaConfig;
 import org.rdma4j.dma.DmaMode;
@@ -29,6 +30,7 @@ import org.rdma4j.verbs.cm.RdmaCm;
  */
 final class SoftCmFabric implements CmFabric {
     private final ManualClock clock;
+    private final NanoClock timers;
     private final List<SoftFabric> fabrics = new ArrayList<>();
     private final SoftDevice[] devices = new SoftDevice[2];
     private final UserCm[] cms = new UserCm[2];
@@ -38,13 +40,18 @@ final class SoftCmFabric implements CmFabric {
 
     private SoftCmFabric(ManualClock clock, boolean roce) {
         this.clock = clock;
+        this.timers = clock == null ? NanoClock.SYSTEM : clock;
         this.roce = roce;
     }
 
-    /** Two in-process devices of one fabric. */
+    /**
+     * Two in-process devices of one fabric.
+     *
+     * @param clock the clock of the fabric and the CMs, or null for real time with CMs on their own threads
+     */
     static SoftCmFabric inProcess(ManualClock clock, boolean segmentAtMtu, DmaMode mode) {
         SoftCmFabric f = new SoftCmFabric(clock, false);
-        SoftFabric sf = new SoftFabric(clock, segmentAtMtu);
+        SoftFabric sf = new SoftFabric(f.timers, segmentAtMtu);
         f.fabrics.add(sf);
         DmaConfig dma = DmaConfig.virtual().withMode(mode)
                 .withChecker(Boolean.parseBoolean(System.getProperty("rdma4j.soft.test.checker", "true")));
@@ -54,13 +61,17 @@ final class SoftCmFabric implements CmFabric {
         return f;
     }
 
-    /** Two RoCE devices on separate fabrics, on 127.0.0.1 and 127.0.0.2. */
+    /**
+     * Two RoCE devices on separate fabrics, on 127.0.0.1 and 127.0.0.2.
+     *
+     * @param clock the clock of the fabrics and the CMs, or null for real time with CMs on their own threads
+     */
     static SoftCmFabric roce(ManualClock clock) {
         SoftCmFabric f = new SoftCmFabric(clock, true);
         int port = freeUdpPort();
         f.udpPort = port;
-        SoftFabric a = new SoftFabric(clock);
-        SoftFabric b = new SoftFabric(clock);
+        SoftFabric a = new SoftFabric(f.timers);
+        SoftFabric b = new SoftFabric(f.timers);
         f.fabrics.add(a);
         f.fabrics.add(b);
         f.devices[0] = a.addRoceDevice("rxe0", new RoceConfig(List.of(InetAddress.ofLiteral("127.0.0.1")), port, null));
@@ -71,7 +82,7 @@ final class SoftCmFabric implements CmFabric {
 
     private void startCms() {
         for (int i = 0; i < 2; i++) {
-            cms[i] = UserCm.builder().device(devices[i]).clock(clock).driven(true).seed(0x5eed + i).build();
+            cms[i] = UserCm.builder().device(devices[i]).clock(timers).driven(clock != null).seed(0x5eed + i).build();
             rdmaCms[i] = RdmaCm.of(cms[i]);
         }
     }
@@ -130,6 +141,11 @@ final class SoftCmFabric implements CmFabric {
     @Override
     public ManualClock clock() {
         return clock;
+    }
+
+    @Override
+    public boolean manualTimers() {
+        return clock != null;
     }
 
     @Override

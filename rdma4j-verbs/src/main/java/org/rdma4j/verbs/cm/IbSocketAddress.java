@@ -22,12 +22,18 @@ public final class IbSocketAddress extends SocketAddress {
     /** The default P_Key. */
     public static final int DEFAULT_PKEY = 0xFFFF;
 
+    /** The GID's upper half. */
     private final long gidHi;
+    /** The GID's lower half. */
     private final long gidLo;
+    /** The service ID. */
     private final long serviceId;
+    /** The P_Key. */
     private final int pkey;
 
     /**
+     * An address with the default P_Key.
+     *
      * @param gid       the GID; {@link Gid#ZERO} is the wildcard (bind on every device)
      * @param serviceId the IB service ID (0 on bind: the provider picks one in the IB port space)
      */
@@ -36,6 +42,8 @@ public final class IbSocketAddress extends SocketAddress {
     }
 
     /**
+     * An address.
+     *
      * @param gid       the GID; {@link Gid#ZERO} is the wildcard
      * @param serviceId the IB service ID
      * @param pkey      the P_Key (0xFFFF on RoCE)

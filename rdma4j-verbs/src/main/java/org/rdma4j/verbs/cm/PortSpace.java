@@ -44,6 +44,8 @@ public enum PortSpace {
     }
 
     /**
+     * The service ID of a port.
+     *
      * @param port a port 0..65535
      * @return the IB service ID of that port in this space ({@code rdma_get_service_id})
      */
@@ -71,6 +73,8 @@ public enum PortSpace {
     }
 
     /**
+     * The space of an RDMA_PS_* number.
+     *
      * @param value an RDMA_PS_* number
      * @return the space
      * @throws IllegalArgumentException for an unknown number

@@ -98,6 +98,8 @@ public enum RejectReason {
     }
 
     /**
+     * The reason of a number.
+     *
      * @param value a reason number
      * @return the reason, or null for a number IBA does not define
      */

@@ -15,6 +15,8 @@ import org.rdma4j.verbs.AhAttributes;
  */
 public record UdParam(AhAttributes ah, int qpNum, int qkey) {
     /**
+     * The peer of a UD "connection".
+     *
      * @param ah    the address vector (copied)
      * @param qpNum the peer QP number
      * @param qkey  the peer Q_Key

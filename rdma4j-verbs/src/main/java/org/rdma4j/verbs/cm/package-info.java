@@ -42,5 +42,12 @@
  * <p>Private data has rdma_cm's sizes ({@link org.rdma4j.verbs.cm.ConnParam} constants): 56 bytes with a
  * request, 196 with an accept, 148 with a reject; events report the full field (a CONNECT_REQUEST carries
  * 56 bytes whatever was sent), so applications carry their own lengths.
+ *
+ * <p>On top, the connection API hands out connected endpoints as sockets do: {@link
+ * org.rdma4j.verbs.cm.RdmaServer#bind} listens on an {@link java.net.InetSocketAddress} and
+ * {@link org.rdma4j.verbs.cm.RdmaServer#accept} returns {@link org.rdma4j.verbs.cm.RdmaEndpoint}s;
+ * {@link org.rdma4j.verbs.cm.RdmaEndpoint#connect} returns one connected to a server. Each has its PD, CQs
+ * and RC QP in RTS; {@link org.rdma4j.verbs.cm.EndpointOptions} holds the defaults (finite retries,
+ * deadlines) and the hook that registers memory and posts receives before the connection is made.
  */
 package org.rdma4j.verbs.cm;
