@@ -258,4 +258,60 @@ final class CmMsg {
         Mad.putData(m, REP_PRIVATE_DATA, REP_PRIVATE_DATA_SIZE, p.privateData());
         return m;
     }
+
+    /** {@code cm_format_rtu}. */
+    static void formatRtu(byte[] m, IbCmId id, byte[] pd) {
+        Mad.cmHeader(m, CmMsg.RTU, id.tid);
+        Mad.put32(m, CmMsg.LOCAL_COMM_ID, id.localId);
+        Mad.put32(m, CmMsg.REMOTE_COMM_ID, id.remoteId);
+        Mad.putData(m, CmMsg.RTU_PRIVATE_DATA, CmMsg.RTU_PRIVATE_DATA_SIZE, pd);
+    }
+
+    /** {@code cm_format_mra}. */
+    static void formatMra(byte[] m, IbCmId id, int msgMraed, int serviceTimeout, byte[] pd) {
+        Mad.cmHeader(m, CmMsg.MRA, id.tid);
+        Mad.bits(m, CmMsg.MRA_BYTE32, 6, 2, msgMraed);
+        Mad.put32(m, CmMsg.LOCAL_COMM_ID, id.localId);
+        Mad.put32(m, CmMsg.REMOTE_COMM_ID, id.remoteId);
+        Mad.bits(m, CmMsg.MRA_BYTE33, 3, 5, serviceTimeout);
+        Mad.putData(m, CmMsg.MRA_PRIVATE_DATA, CmMsg.MRA_PRIVATE_DATA_SIZE, pd);
+    }
+
+    /** {@code cm_format_rej}: the comm IDs and message-rejected field by the ID's state. */
+    static void formatRej(byte[] m, IbCmId id, int reason, byte[] ari, byte[] pd) {
+        Mad.cmHeader(m, CmMsg.REJ, id.tid);
+        Mad.put32(m, CmMsg.REMOTE_COMM_ID, id.remoteId);
+        switch (id.state) {
+            case REQ_RCVD -> {
+                Mad.put32(m, CmMsg.LOCAL_COMM_ID, 0);
+                Mad.bits(m, CmMsg.REJ_BYTE32, 6, 2, CmMsg.MSG_REQ);
+            }
+            case MRA_REQ_SENT -> {
+                Mad.put32(m, CmMsg.LOCAL_COMM_ID, id.localId);
+                Mad.bits(m, CmMsg.REJ_BYTE32, 6, 2, CmMsg.MSG_REQ);
+            }
+            case REP_RCVD, MRA_REP_SENT -> {
+                Mad.put32(m, CmMsg.LOCAL_COMM_ID, id.localId);
+                Mad.bits(m, CmMsg.REJ_BYTE32, 6, 2, CmMsg.MSG_REP);
+            }
+            default -> {
+                Mad.put32(m, CmMsg.LOCAL_COMM_ID, id.localId);
+                Mad.bits(m, CmMsg.REJ_BYTE32, 6, 2, CmMsg.MSG_OTHER);
+            }
+        }
+        Mad.put16(m, CmMsg.REJ_REASON, reason);
+        if (ari != null && ari.length > 0) {
+            Mad.bits(m, CmMsg.REJ_BYTE33, 1, 7, ari.length);
+            Mad.putData(m, CmMsg.REJ_ARI, CmMsg.REJ_ARI_SIZE, ari);
+        }
+        Mad.putData(m, CmMsg.REJ_PRIVATE_DATA, CmMsg.REJ_PRIVATE_DATA_SIZE, pd);
+    }
+
+    /** {@code cm_format_drep}. */
+    static void formatDrep(byte[] m, IbCmId id, byte[] pd) {
+        Mad.cmHeader(m, CmMsg.DREP, id.tid);
+        Mad.put32(m, CmMsg.LOCAL_COMM_ID, id.localId);
+        Mad.put32(m, CmMsg.REMOTE_COMM_ID, id.remoteId);
+        Mad.putData(m, CmMsg.DREP_PRIVATE_DATA, CmMsg.DREP_PRIVATE_DATA_SIZE, pd);
+    }
 }

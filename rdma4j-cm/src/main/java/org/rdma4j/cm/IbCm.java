@@ -4,7 +4,6 @@ package org.rdma4j.cm;
 import java.util.HashMap;
 import java.util.Map;
 
-import org.rdma4j.verbs.AccessFlag;
 import org.rdma4j.verbs.Errno;
 import org.rdma4j.verbs.Gid;
 import org.rdma4j.verbs.Mtu;
@@ -49,18 +48,20 @@ final class IbCm implements MadLayer.Agent {
     private record RemoteKey(long caGuid, int value) {
     }
 
-    private record SidrKey(int remoteId, Gid dgid) {
+    record SidrKey(int remoteId, Gid dgid) {
     }
 
     private record ListenKey(MadPort port, long serviceId) {
     }
 
-    private final UserCm cm;
-    private final MadLayer mad;
-    private final Map<Integer, IbCmId> localIds = new HashMap<>();
+    final UserCm cm;
+    final MadLayer mad;
+    /** The SIDR half (UD "connections"). */
+    final IbCmSidr sidr;
+    final Map<Integer, IbCmId> localIds = new HashMap<>();
     private final Map<RemoteKey, IbCmId.Timewait> remoteIdTable = new HashMap<>();
     private final Map<RemoteKey, IbCmId.Timewait> remoteQpTable = new HashMap<>();
-    private final Map<SidrKey, IbCmId> remoteSidrTable = new HashMap<>();
+    final Map<SidrKey, IbCmId> remoteSidrTable = new HashMap<>();
     private final Map<ListenKey, IbCmId> listeners = new HashMap<>();
     private final int randomOperand;
     private int localIdNext;
@@ -70,6 +71,7 @@ final class IbCm implements MadLayer.Agent {
         this.mad = mad;
         this.randomOperand = cm.random().nextInt();
         this.localIdNext = cm.random().nextInt() & 0x7FFF_FFFF;
+        this.sidr = new IbCmSidr(this);
         mad.register(Mad.CLASS_CM, Mad.CM_CLASS_VERSION, 1 << Mad.METHOD_SEND, this);
     }
 
@@ -87,7 +89,7 @@ final class IbCm implements MadLayer.Agent {
         return id;
     }
 
-    private IbCmId allocId(MadPort port, IbCmHandler handler, Object context) {
+    IbCmId allocId(MadPort port, IbCmHandler handler, Object context) {
         int id;
         do {
             id = (localIdNext++) ^ randomOperand;
@@ -96,7 +98,7 @@ final class IbCm implements MadLayer.Agent {
     }
 
     /** {@code cm_acquire_id}: the ID with this local ID whose stored remote ID is {@code remoteId}. */
-    private IbCmId acquire(int localId, int remoteId) {
+    IbCmId acquire(int localId, int remoteId) {
         IbCmId id = localIds.get(localId);
         return id != null && id.remoteId == remoteId && !id.destroyed ? id : null;
     }
@@ -127,7 +129,7 @@ final class IbCm implements MadLayer.Agent {
     }
 
     /** {@code cm_find_listen}. */
-    private IbCmId findListen(MadPort port, long serviceId) {
+    IbCmId findListen(MadPort port, long serviceId) {
         return listeners.get(new ListenKey(port, serviceId));
     }
 
@@ -155,7 +157,7 @@ final class IbCm implements MadLayer.Agent {
                 id.state = IDLE;
                 mad.cancel(id.msg);
             }
-            case SIDR_REQ_RCVD -> sendSidrRep(id, CmMsg.SIDR_REJECT, 0, 0, null);
+            case SIDR_REQ_RCVD -> sidr.sendRep(id, CmMsg.SIDR_REJECT, 0, 0, null);
             case REQ_SENT, MRA_REQ_RCVD -> {
                 mad.cancel(id.msg);
                 byte[] guid = new byte[8];
@@ -248,7 +250,7 @@ final class IbCm implements MadLayer.Agent {
     }
 
     /** {@code cm_process_work}: the handler, and destruction if it asks for it. */
-    private void deliver(IbCmId id, IbCmEvent e) {
+    void deliver(IbCmId id, IbCmEvent e) {
         int ret = id.handler.handle(id, e);
         if (ret != 0) {
             destroyId(id, ret);
@@ -258,7 +260,7 @@ final class IbCm implements MadLayer.Agent {
     // ------------------------------------------------------------------ AV
 
     /** {@code cm_init_av_by_path}: the port must own the path's source GID. */
-    private boolean initAvByPath(IbCmId id, PathRec path) {
+    boolean initAvByPath(IbCmId id, PathRec path) {
         int idx = id.port.gidIndexOf(path.sgid());
         if (idx < 0 || path.pkey() != 0xFFFF) {
             return false;
@@ -268,7 +270,7 @@ final class IbCm implements MadLayer.Agent {
         return true;
     }
 
-    private long formTid(IbCmId id) {
+    long formTid(IbCmId id) {
         return (HI_TID << 32) | (id.localId & 0xFFFF_FFFFL);
     }
 
@@ -419,8 +421,8 @@ final class IbCm implements MadLayer.Agent {
         }
         byte[] m = new byte[Mad.SIZE];
         switch (cur.state) {
-            case MRA_REQ_SENT -> formatMra(m, cur, CmMsg.MSG_REQ, cur.serviceTimeout, cur.privateData);
-            case TIMEWAIT -> formatRej(m, cur, 10, null, null);
+            case MRA_REQ_SENT -> CmMsg.formatMra(m, cur, CmMsg.MSG_REQ, cur.serviceTimeout, cur.privateData);
+            case TIMEWAIT -> CmMsg.formatRej(m, cur, 10, null, null);
             default -> {
                 return;
             }
@@ -534,9 +536,9 @@ final class IbCm implements MadLayer.Agent {
         cm.count(CmCounter.CM_DUPLICATE_REP);
         byte[] m = new byte[Mad.SIZE];
         if (id.state == ESTABLISHED) {
-            formatRtu(m, id, id.privateData);
+            CmMsg.formatRtu(m, id, id.privateData);
         } else if (id.state == MRA_REP_SENT) {
-            formatMra(m, id, CmMsg.MSG_REP, id.serviceTimeout, id.privateData);
+            CmMsg.formatMra(m, id, CmMsg.MSG_REP, id.serviceTimeout, id.privateData);
         } else {
             return;
         }
@@ -545,20 +547,13 @@ final class IbCm implements MadLayer.Agent {
 
     // ------------------------------------------------------------------ RTU and establishment
 
-    private void formatRtu(byte[] m, IbCmId id, byte[] pd) {
-        Mad.cmHeader(m, CmMsg.RTU, id.tid);
-        Mad.put32(m, CmMsg.LOCAL_COMM_ID, id.localId);
-        Mad.put32(m, CmMsg.REMOTE_COMM_ID, id.remoteId);
-        Mad.putData(m, CmMsg.RTU_PRIVATE_DATA, CmMsg.RTU_PRIVATE_DATA_SIZE, pd);
-    }
-
     /** {@code ib_send_cm_rtu}. */
     void sendRtu(IbCmId id, byte[] pd) {
         if (id.state != REP_RCVD && id.state != MRA_REP_SENT) {
             throw new VerbsException(Errno.EINVAL, "ib_send_cm_rtu: the CM ID is " + id.state + ", not waiting to send an RTU");
         }
         byte[] m = new byte[Mad.SIZE];
-        formatRtu(m, id, pd);
+        CmMsg.formatRtu(m, id, pd);
         mad.sendOnce(m, id.av);
         id.state = ESTABLISHED;
         id.privateData = pd == null ? new byte[0] : pd.clone();
@@ -599,15 +594,6 @@ final class IbCm implements MadLayer.Agent {
 
     // ------------------------------------------------------------------ MRA
 
-    private void formatMra(byte[] m, IbCmId id, int msgMraed, int serviceTimeout, byte[] pd) {
-        Mad.cmHeader(m, CmMsg.MRA, id.tid);
-        Mad.bits(m, CmMsg.MRA_BYTE32, 6, 2, msgMraed);
-        Mad.put32(m, CmMsg.LOCAL_COMM_ID, id.localId);
-        Mad.put32(m, CmMsg.REMOTE_COMM_ID, id.remoteId);
-        Mad.bits(m, CmMsg.MRA_BYTE33, 3, 5, serviceTimeout);
-        Mad.putData(m, CmMsg.MRA_PRIVATE_DATA, CmMsg.MRA_PRIVATE_DATA_SIZE, pd);
-    }
-
     /**
      * {@code ib_send_cm_mra}: with {@link #MRA_FLAG_DELAY} set in {@code serviceTimeout} only the state
      * changes (rdma_cm does this after every REQ and REP, so that a duplicate is answered with an MRA).
@@ -629,7 +615,7 @@ final class IbCm implements MadLayer.Agent {
         int st = serviceTimeout & ~MRA_FLAG_DELAY;
         if ((serviceTimeout & MRA_FLAG_DELAY) == 0) {
             byte[] m = new byte[Mad.SIZE];
-            formatMra(m, id, msgMraed, st, pd);
+            CmMsg.formatMra(m, id, msgMraed, st, pd);
             mad.sendOnce(m, id.av);
         }
         id.state = next;
@@ -682,35 +668,6 @@ final class IbCm implements MadLayer.Agent {
 
     // ------------------------------------------------------------------ REJ
 
-    private void formatRej(byte[] m, IbCmId id, int reason, byte[] ari, byte[] pd) {
-        Mad.cmHeader(m, CmMsg.REJ, id.tid);
-        Mad.put32(m, CmMsg.REMOTE_COMM_ID, id.remoteId);
-        switch (id.state) {
-            case REQ_RCVD -> {
-                Mad.put32(m, CmMsg.LOCAL_COMM_ID, 0);
-                Mad.bits(m, CmMsg.REJ_BYTE32, 6, 2, CmMsg.MSG_REQ);
-            }
-            case MRA_REQ_SENT -> {
-                Mad.put32(m, CmMsg.LOCAL_COMM_ID, id.localId);
-                Mad.bits(m, CmMsg.REJ_BYTE32, 6, 2, CmMsg.MSG_REQ);
-            }
-            case REP_RCVD, MRA_REP_SENT -> {
-                Mad.put32(m, CmMsg.LOCAL_COMM_ID, id.localId);
-                Mad.bits(m, CmMsg.REJ_BYTE32, 6, 2, CmMsg.MSG_REP);
-            }
-            default -> {
-                Mad.put32(m, CmMsg.LOCAL_COMM_ID, id.localId);
-                Mad.bits(m, CmMsg.REJ_BYTE32, 6, 2, CmMsg.MSG_OTHER);
-            }
-        }
-        Mad.put16(m, CmMsg.REJ_REASON, reason);
-        if (ari != null && ari.length > 0) {
-            Mad.bits(m, CmMsg.REJ_BYTE33, 1, 7, ari.length);
-            Mad.putData(m, CmMsg.REJ_ARI, CmMsg.REJ_ARI_SIZE, ari);
-        }
-        Mad.putData(m, CmMsg.REJ_PRIVATE_DATA, CmMsg.REJ_PRIVATE_DATA_SIZE, pd);
-    }
-
     /** {@code ib_send_cm_rej}. */
     void sendRej(IbCmId id, int reason, byte[] ari, byte[] pd) {
         if (pd != null && pd.length > CmMsg.REJ_PRIVATE_DATA_SIZE) {
@@ -719,11 +676,11 @@ final class IbCm implements MadLayer.Agent {
         byte[] m = new byte[Mad.SIZE];
         switch (id.state) {
             case REQ_SENT, MRA_REQ_RCVD, REQ_RCVD, MRA_REQ_SENT, REP_RCVD, MRA_REP_SENT -> {
-                formatRej(m, id, reason, ari, pd);
+                CmMsg.formatRej(m, id, reason, ari, pd);
                 resetToIdle(id);
             }
             case REP_SENT, MRA_REP_RCVD -> {
-                formatRej(m, id, reason, ari, pd);
+                CmMsg.formatRej(m, id, reason, ari, pd);
                 enterTimewait(id);
             }
             default -> throw new VerbsException(Errno.EINVAL, "ib_send_cm_rej: nothing to reject in CM state " + id.state);
@@ -796,13 +753,6 @@ final class IbCm implements MadLayer.Agent {
         id.msgState = DREQ_SENT;
     }
 
-    private void formatDrep(byte[] m, IbCmId id, byte[] pd) {
-        Mad.cmHeader(m, CmMsg.DREP, id.tid);
-        Mad.put32(m, CmMsg.LOCAL_COMM_ID, id.localId);
-        Mad.put32(m, CmMsg.REMOTE_COMM_ID, id.remoteId);
-        Mad.putData(m, CmMsg.DREP_PRIVATE_DATA, CmMsg.DREP_PRIVATE_DATA_SIZE, pd);
-    }
-
     /** {@code ib_send_cm_drep}. */
     void sendDrep(IbCmId id, byte[] pd) {
         if (id.state != DREQ_RCVD) {
@@ -811,7 +761,7 @@ final class IbCm implements MadLayer.Agent {
         id.privateData = pd == null ? new byte[0] : pd.clone();
         enterTimewait(id);
         byte[] m = new byte[Mad.SIZE];
-        formatDrep(m, id, pd);
+        CmMsg.formatDrep(m, id, pd);
         mad.sendOnce(m, id.av);
     }
 
@@ -840,7 +790,7 @@ final class IbCm implements MadLayer.Agent {
             case TIMEWAIT -> {
                 cm.count(CmCounter.CM_DUPLICATE_DREQ);
                 byte[] d = new byte[Mad.SIZE];
-                formatDrep(d, id, id.privateData);
+                CmMsg.formatDrep(d, id, id.privateData);
                 mad.sendOnce(d, r.replyAv());
                 return;
             }
@@ -875,101 +825,9 @@ final class IbCm implements MadLayer.Agent {
         deliver(id, IbCmEvent.of(IbCmEvent.Type.DREP_RECEIVED, r));
     }
 
-    // ------------------------------------------------------------------ SIDR
-
-    /** {@code ib_send_cm_sidr_req}. */
-    void sendSidrReq(IbCmId id, PathRec path, long serviceId, long timeoutMs, int maxCmRetries, byte[] pd) {
-        if (pd != null && pd.length > CmMsg.SIDR_REQ_PRIVATE_DATA_SIZE) {
-            throw new VerbsException(Errno.EINVAL, "SIDR_REQ private data of " + pd.length + " bytes (at most 216)");
-        }
-        if (!initAvByPath(id, path)) {
-            throw new VerbsException(Errno.EINVAL, "ib_send_cm_sidr_req: " + id.port + " does not own GID " + path.sgid());
-        }
-        if (id.state != IDLE) {
-            throw new VerbsException(Errno.EINVAL, "ib_send_cm_sidr_req: the CM ID is " + id.state);
-        }
-        id.serviceId = serviceId;
-        id.timeoutMs = timeoutMs;
-        id.maxCmRetries = maxCmRetries;
-        byte[] m = new byte[Mad.SIZE];
-        Mad.cmHeader(m, CmMsg.SIDR_REQ, formTid(id));
-        Mad.put32(m, CmMsg.SIDR_REQUEST_ID, id.localId);
-        Mad.put16(m, CmMsg.SIDR_REQ_PKEY, path.pkey());
-        Mad.put64(m, CmMsg.SIDR_REQ_SERVICE_ID, serviceId);
-        Mad.putData(m, CmMsg.SIDR_REQ_PRIVATE_DATA, CmMsg.SIDR_REQ_PRIVATE_DATA_SIZE, pd);
-        id.msg = mad.send(m, id.av, this, new IbCmId.SendContext(id, SIDR_REQ_SENT), timeoutMs, maxCmRetries);
-        id.state = SIDR_REQ_SENT;
-        id.msgState = SIDR_REQ_SENT;
-    }
-
-    /** {@code cm_sidr_req_handler}. */
-    private void sidrReqHandler(MadRecv r) {
-        byte[] m = r.mad();
-        IbCmId id = allocId(r.port(), null, null);
-        id.remoteId = Mad.get32(m, CmMsg.SIDR_REQUEST_ID);
-        id.serviceId = Mad.get64(m, CmMsg.SIDR_REQ_SERVICE_ID);
-        id.tid = Mad.tid(m);
-        id.av = r.replyAv();
-        id.sidrDgid = r.sgid();
-        SidrKey k = new SidrKey(id.remoteId, id.sidrDgid);
-        if (remoteSidrTable.containsKey(k)) {
-            cm.count(CmCounter.CM_DUPLICATE_SIDR_REQ);
-            return;
-        }
-        remoteSidrTable.put(k, id);
-        id.inSidrTable = true;
-        id.state = SIDR_REQ_RCVD;
-        IbCmId listener = findListen(r.port(), id.serviceId);
-        if (listener == null) {
-            sendSidrRep(id, CmMsg.SIDR_UNSUPPORTED, 0, 0, null);
-            destroyId(id, 0);
-            return;
-        }
-        id.handler = listener.handler;
-        id.context = listener.context;
-        localIds.put(id.localId, id);
-        deliver(id, new IbCmEvent(IbCmEvent.Type.SIDR_REQ_RECEIVED, r, listener));
-    }
-
-    /** {@code ib_send_cm_sidr_rep}. */
-    void sendSidrRep(IbCmId id, int status, int qpNum, int qkey, byte[] pd) {
-        if (pd != null && pd.length > CmMsg.SIDR_REP_PRIVATE_DATA_SIZE) {
-            throw new VerbsException(Errno.EINVAL, "SIDR_REP private data of " + pd.length + " bytes (at most 136)");
-        }
-        if (id.state != SIDR_REQ_RCVD) {
-            throw new VerbsException(Errno.EINVAL, "the UD request was answered already (CM state " + id.state + ")");
-        }
-        byte[] m = new byte[Mad.SIZE];
-        Mad.cmHeader(m, CmMsg.SIDR_REP, id.tid);
-        Mad.put32(m, CmMsg.SIDR_REQUEST_ID, id.remoteId);
-        Mad.put8(m, CmMsg.SIDR_REP_STATUS, status);
-        Mad.put24(m, CmMsg.SIDR_REP_QPN, qpNum);
-        Mad.put64(m, CmMsg.SIDR_REP_SERVICE_ID, id.serviceId);
-        Mad.put32(m, CmMsg.SIDR_REP_QKEY, qkey);
-        Mad.putData(m, CmMsg.SIDR_REP_PRIVATE_DATA, CmMsg.SIDR_REP_PRIVATE_DATA_SIZE, pd);
-        mad.sendOnce(m, id.av);
-        id.state = IDLE;
-        if (id.inSidrTable) {
-            remoteSidrTable.remove(new SidrKey(id.remoteId, id.sidrDgid), id);
-            id.inSidrTable = false;
-        }
-    }
-
-    /** {@code cm_sidr_rep_handler}. */
-    private void sidrRepHandler(MadRecv r) {
-        byte[] m = r.mad();
-        IbCmId id = acquire(Mad.get32(m, CmMsg.SIDR_REQUEST_ID), 0);
-        if (id == null) {
-            cm.count(CmCounter.CM_DROP_UNMATCHED);
-            return;
-        }
-        if (id.state != SIDR_REQ_SENT) {
-            cm.count(CmCounter.CM_DROP_BAD_STATE);
-            return;
-        }
-        id.state = IDLE;
-        mad.cancel(id.msg);
-        deliver(id, IbCmEvent.of(IbCmEvent.Type.SIDR_REP_RECEIVED, r));
+    /** {@link CmQpAttr#of}. */
+    QpAttributes initQpAttr(IbCmId id, QpState target, boolean remoteAtomicSupported) {
+        return CmQpAttr.of(id, target, remoteAtomicSupported);
     }
 
     // ------------------------------------------------------------------ MAD agent
@@ -985,8 +843,8 @@ final class IbCm implements MadLayer.Agent {
             case CmMsg.RTU -> rtuHandler(r);
             case CmMsg.DREQ -> dreqHandler(r);
             case CmMsg.DREP -> drepHandler(r);
-            case CmMsg.SIDR_REQ -> sidrReqHandler(r);
-            case CmMsg.SIDR_REP -> sidrRepHandler(r);
+            case CmMsg.SIDR_REQ -> sidr.reqHandler(r);
+            case CmMsg.SIDR_REP -> sidr.repHandler(r);
             default -> cm.count(CmCounter.CM_DROP_UNKNOWN_ATTRIBUTE); // LAP/APR: not on RoCE (cm_lap_handler)
         }
     }
@@ -1023,58 +881,5 @@ final class IbCm implements MadLayer.Agent {
             }
         }
         deliver(id, IbCmEvent.of(t, null));
-    }
-
-    // ------------------------------------------------------------------ QP attributes (ib_cm_init_qp_attr)
-
-    /**
-     * {@code ib_cm_init_qp_attr}: INIT ({@code cm_init_qp_init_attr}), RTR ({@code cm_init_qp_rtr_attr}) or RTS
-     * ({@code cm_init_qp_rts_attr}) attributes of the connection.
-     *
-     * @throws VerbsException EINVAL in a state that has no such attributes yet
-     */
-    QpAttributes initQpAttr(IbCmId id, QpState target, boolean remoteAtomicSupported) {
-        IbCmId.State s = id.state;
-        boolean connecting = s == REQ_RCVD || s == MRA_REQ_SENT || s == REP_RCVD || s == MRA_REP_SENT || s == REP_SENT
-                || s == MRA_REP_RCVD || s == ESTABLISHED;
-        QpAttributes a = new QpAttributes();
-        switch (target) {
-            case INIT -> {
-                if (!(connecting || s == REQ_SENT || s == MRA_REQ_RCVD)) {
-                    throw notNow(id, target);
-                }
-                int access = AccessFlag.REMOTE_WRITE.bit();
-                if (id.responderResources != 0) {
-                    access |= AccessFlag.REMOTE_READ.bit() | (remoteAtomicSupported ? AccessFlag.REMOTE_ATOMIC.bit() : 0);
-                }
-                a.state(QpState.INIT).accessFlags(access).pkeyIndex(0).port(id.port.portNum);
-            }
-            case RTR -> {
-                if (!connecting) {
-                    throw notNow(id, target);
-                }
-                a.state(QpState.RTR).av(id.av.ahAttributes()).pathMtu(id.pathMtu).destQpNum(id.remoteQpn).rqPsn(id.rqPsn);
-                if (id.qpType == QpType.RC) {
-                    a.maxDestRdAtomic(id.responderResources).minRnrTimer(0);
-                }
-            }
-            case RTS -> {
-                if (!connecting) {
-                    throw notNow(id, target);
-                }
-                a.state(QpState.RTS).sqPsn(id.sqPsn);
-                if (id.qpType == QpType.RC) {
-                    a.retryCnt(id.retryCount).rnrRetry(id.rnrRetryCount).maxRdAtomic(id.initiatorDepth)
-                            .timeout(id.avTimeout);
-                }
-            }
-            default -> throw new VerbsException(Errno.EINVAL, "ib_cm_init_qp_attr: no attributes for " + target);
-        }
-        return a;
-    }
-
-    private static VerbsException notNow(IbCmId id, QpState target) {
-        return new VerbsException(Errno.EINVAL, "the CM has no " + target + " attributes in CM state " + id.state
-                + " (RTR and RTS are known once the peer's REQ or REP arrived)");
     }
 }

@@ -13,14 +13,15 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
-import org.rdma4j.verbs.AccessFlag;
 import org.rdma4j.verbs.AddressHandle;
 import org.rdma4j.verbs.CompletionChannel;
 import org.rdma4j.verbs.CompletionQueue;
+import org.rdma4j.verbs.Errno;
 import org.rdma4j.verbs.Context;
 import org.rdma4j.verbs.Device;
+import org.rdma4j.verbs.Dma;
+import org.rdma4j.verbs.DmaDirection;
 import org.rdma4j.verbs.Gid;
-import org.rdma4j.verbs.MemoryRegion;
 import org.rdma4j.verbs.Mtu;
 import org.rdma4j.verbs.PortAttributes;
 import org.rdma4j.verbs.PortState;
@@ -43,9 +44,12 @@ import org.rdma4j.verbs.spi.GsiAccess;
 
 /**
  * The MAD layer's end of one port ({@code struct ib_mad_port_private}): the port's GSI QP (QP1) with its
- * CQ and registered buffers, set up as Linux's {@code ib_mad_port_start} does (INIT with Q_Key
+ * CQ and DMA-mapped buffers, set up as Linux's {@code ib_mad_port_start} does (INIT with Q_Key
  * 0x80010000 and P_Key index 0, RTR, RTS with send PSN 0), a ring of 40 + 256-byte receive buffers and a
- * pool of 256-byte send buffers. Every MAD goes out as one UD SEND to QP 1 with Q_Key 0x80010000
+ * pool of 256-byte send buffers. As mad.c, the buffers are not registered: they are DMA-mapped
+ * ({@link Context#dma()}) and posted with the PD's local DMA L_Key, the receive ring FROM_DEVICE and the
+ * send pool TO_DEVICE for the port's life, synced around each use, so every DMA mode works (a device that
+ * reaches memory only through bounce buffers refuses registrations). Every MAD goes out as one UD SEND to QP 1 with Q_Key 0x80010000
  * ({@code ib_create_send_mad}); received ones are copied out with their GRH area and handed to the MAD
  * layer. Address handles are cached per destination. Everything but construction runs under the CM lock.
  */
@@ -68,13 +72,9 @@ final class MadPort implements AutoCloseable {
     final int ackDelay;
     final int maxRdAtomic;
     final int maxInitRdAtomic;
-    private final ProtectionDomain pd;
-    final CompletionChannel channel;
-    final CompletionQueue cq;
-    private final QueuePair qp;
-    private final Arena arena;
-    private final MemoryRegion mr;
-    private final long sendBase;
+    private final GsiAccess gsi;
+    /** QP1 and its buffers, made by {@link #start()}; null until then. */
+    private Qp1 q1;
     private final ArrayDeque<Integer> freeSend = new ArrayDeque<>();
     private final ArrayDeque<Object[]> backlog = new ArrayDeque<>();
     private final AddressHandle[] slotAh = new AddressHandle[SEND_SLOTS];
@@ -86,51 +86,94 @@ final class MadPort implements AutoCloseable {
     private final SendWorkRequest swr = new SendWorkRequest();
     private boolean closed;
 
+    /** The port's GSI QP with its CQ, completion channel and DMA-mapped buffers. */
+    private record Qp1(ProtectionDomain pd, CompletionChannel channel, CompletionQueue cq, QueuePair qp, Arena arena,
+            Dma dma, int lkey, MemorySegment recvMem, MemorySegment sendMem, long recvDma, long sendDma) {
+    }
+
+    /**
+     * Opens the device (a context for its attributes and GIDs); QP1 comes with {@link #start()}, when an ID
+     * first binds or resolves to the port, so a RoCE device another process serves is not taken by merely
+     * starting the CM.
+     */
     MadPort(UserCm cm, Device device, int portNum) {
         this.cm = cm;
         this.device = device;
         this.portNum = portNum;
-        if (!(device instanceof GsiAccess gsi)) {
+        if (!(device instanceof GsiAccess g)) {
             throw new IllegalArgumentException(device.name() + " does not give its QP1 to a user-space MAD layer");
         }
+        this.gsi = g;
         Context c = device.open();
-        ProtectionDomain p = null;
-        CompletionChannel ch = null;
-        CompletionQueue q = null;
-        QueuePair qp1 = null;
-        Arena a = Arena.ofShared();
-        MemoryRegion m = null;
         try {
             var attrs = c.queryDevice();
             this.caGuid = attrs.nodeGuid();
             this.ackDelay = attrs.localCaAckDelay();
             this.maxRdAtomic = attrs.maxQpRdAtom();
             this.maxInitRdAtomic = attrs.maxQpInitRdAtom();
-            p = c.allocPd();
-            ch = c.createCompChannel();
-            q = c.createCq(RECV_SLOTS + SEND_SLOTS + 16, ch, 0);
+        } catch (RuntimeException e) {
+            c.close();
+            throw e;
+        }
+        this.ctx = c;
+    }
+
+    /** @return whether QP1 is up */
+    boolean started() {
+        return q1 != null;
+    }
+
+    /**
+     * Creates QP1 (CM lock held), as {@code ib_mad_port_open} does, and posts the receive ring. Idempotent.
+     *
+     * @throws VerbsException what creating QP1 throws (EADDRINUSE for a RoCE device another process serves),
+     *                        ENOMEM when the buffers cannot be DMA-mapped
+     */
+    void start() {
+        if (q1 != null) {
+            return;
+        }
+        if (closed) {
+            throw new VerbsException(Errno.ENODEV, "QP1 of " + this + ": the CM is closed");
+        }
+        ProtectionDomain p = null;
+        CompletionChannel ch = null;
+        CompletionQueue q = null;
+        QueuePair qp1 = null;
+        Arena a = Arena.ofShared();
+        Dma d = ctx.dma();
+        MemorySegment rm = a.allocate((long) RECV_SLOTS * RECV_SLOT_BYTES, 64);
+        MemorySegment sm = a.allocate((long) SEND_SLOTS * Mad.SIZE, 64);
+        long rd = 0;
+        boolean rMapped = false;
+        try {
+            p = ctx.allocPd();
+            ch = ctx.createCompChannel();
+            q = ctx.createCq(RECV_SLOTS + SEND_SLOTS + 16, ch, 0);
             qp1 = gsi.createSpecialQp(p, GsiAccess.SpecialQp.GSI, portNum, new QpInitAttributes().sendCq(q).recvCq(q)
                     .cap(new QpCapabilities(SEND_SLOTS, RECV_SLOTS, 1, 1, 0)));
             // ib_mad_port_start: INIT (qkey, pkey index), RTR, RTS with sq_psn IB_MAD_SEND_Q_PSN (0)
             qp1.modify(new QpAttributes().state(QpState.INIT).pkeyIndex(0).port(portNum).qkey(GsiAccess.GSI_QKEY));
             qp1.modify(new QpAttributes().state(QpState.RTR));
             qp1.modify(new QpAttributes().state(QpState.RTS).sqPsn(0));
-            MemorySegment mem = a.allocate((long) RECV_SLOTS * RECV_SLOT_BYTES + (long) SEND_SLOTS * Mad.SIZE, 64);
-            m = p.regMr(mem, AccessFlag.of(AccessFlag.LOCAL_WRITE));
+            rd = d.map(rm, DmaDirection.FROM_DEVICE);
+            rMapped = !d.mappingError(rd);
+            long sd = rMapped ? d.map(sm, DmaDirection.TO_DEVICE) : 0;
+            if (!rMapped || d.mappingError(sd)) {
+                throw new VerbsException(Errno.ENOMEM, "QP1 of " + this + ": cannot DMA-map the "
+                        + (rMapped ? "send" : "receive") + " buffers of the MAD layer (a bounce device needs "
+                        + (RECV_SLOTS * RECV_SLOT_BYTES + SEND_SLOTS * Mad.SIZE) + " bytes of its pool per port)");
+            }
+            q1 = new Qp1(p, ch, q, qp1, a, d, p.localDmaLkey(), rm, sm, rd, sd);
         } catch (RuntimeException e) {
-            closeQuietly(m, qp1, q, ch, p);
+            closeQuietly(qp1, q, ch);
+            if (rMapped) {
+                d.unmap(rd, rm.byteSize(), DmaDirection.FROM_DEVICE);
+            }
+            closeQuietly(p);
             a.close();
-            c.close();
             throw e;
         }
-        this.ctx = c;
-        this.pd = p;
-        this.channel = ch;
-        this.cq = q;
-        this.qp = qp1;
-        this.arena = a;
-        this.mr = m;
-        this.sendBase = mr.address() + (long) RECV_SLOTS * RECV_SLOT_BYTES;
         for (int i = 0; i < wcs.length; i++) {
             wcs[i] = new WorkCompletion();
         }
@@ -140,7 +183,7 @@ final class MadPort implements AutoCloseable {
         for (int i = 0; i < RECV_SLOTS; i++) {
             postRecv(i);
         }
-        cq.reqNotify(false);
+        q1.cq().reqNotify(false);
     }
 
     private static void closeQuietly(AutoCloseable... all) {
@@ -213,9 +256,13 @@ final class MadPort implements AutoCloseable {
 
     // ------------------------------------------------------------------ receive
 
+    /** Hands a receive buffer (back) to the device. */
     private void postRecv(int slot) {
-        rwr.wrId(slot).singleSge(mr.address() + (long) slot * RECV_SLOT_BYTES, GRH + Mad.SIZE, mr.lkey());
-        if (!qp.postRecv(rwr)) {
+        long at = q1.recvDma() + (long) slot * RECV_SLOT_BYTES;
+        q1.dma().syncForDevice(at, GRH + Mad.SIZE, DmaDirection.FROM_DEVICE);
+        rwr.wrId(slot).numSge(1).sge(0).dma(at, GRH + Mad.SIZE, q1.lkey(),
+                q1.recvMem().asSlice((long) slot * RECV_SLOT_BYTES, GRH + Mad.SIZE));
+        if (!q1.qp().postRecv(rwr)) {
             LOG.log(System.Logger.Level.WARNING, "QP1 of {0}: cannot post receive buffer {1}: {2}", this, slot,
                     rwr.postError());
         }
@@ -228,12 +275,12 @@ final class MadPort implements AutoCloseable {
      * @return whether anything completed
      */
     boolean drain(MadLayer layer) {
-        if (closed) {
+        if (closed || q1 == null) {
             return false;
         }
         boolean any = false;
         int n;
-        while ((n = cq.poll(wcs, wcs.length)) > 0) {
+        while ((n = q1.cq().poll(wcs, wcs.length)) > 0) {
             any = true;
             for (int i = 0; i < n; i++) {
                 WorkCompletion wc = wcs[i];
@@ -256,7 +303,8 @@ final class MadPort implements AutoCloseable {
             }
             return;
         }
-        MemorySegment seg = mr.segment().asSlice((long) slot * RECV_SLOT_BYTES, RECV_SLOT_BYTES);
+        q1.dma().syncForCpu(q1.recvDma() + (long) slot * RECV_SLOT_BYTES, GRH + Mad.SIZE, DmaDirection.FROM_DEVICE);
+        MemorySegment seg = q1.recvMem().asSlice((long) slot * RECV_SLOT_BYTES, RECV_SLOT_BYTES);
         MadRecv r = null;
         if (wc.byteLen() < GRH + Mad.SIZE) {
             cm.count(CmCounter.DROP_TRUNCATED);
@@ -318,6 +366,15 @@ final class MadPort implements AutoCloseable {
             cm.count(CmCounter.MAD_SEND_ERRORS);
             return;
         }
+        if (q1 == null) {
+            try {
+                cm.start(this);
+            } catch (VerbsException e) {
+                LOG.log(System.Logger.Level.WARNING, "QP1 of {0} cannot start: {1}", this, e.getMessage());
+                cm.count(CmCounter.MAD_SEND_ERRORS);
+                return;
+            }
+        }
         Integer slot = freeSend.pollFirst();
         if (slot == null) {
             if (backlog.size() >= MAX_BACKLOG) {
@@ -341,12 +398,14 @@ final class MadPort implements AutoCloseable {
             freeSend.addFirst(slot);
             return;
         }
-        long addr = sendBase + (long) slot * Mad.SIZE;
-        MemorySegment.copy(mad, 0, mr.segment(), ValueLayout.JAVA_BYTE, addr - mr.address(), Mad.SIZE);
+        long off = (long) slot * Mad.SIZE;
+        MemorySegment.copy(mad, 0, q1.sendMem(), ValueLayout.JAVA_BYTE, off, Mad.SIZE);
+        q1.dma().syncForDevice(q1.sendDma() + off, Mad.SIZE, DmaDirection.TO_DEVICE);
         swr.clear();
-        swr.wrId(SEND_TAG | slot).opcode(WrOpcode.SEND).sendFlags(SendFlags.SIGNALED)
-                .singleSge(addr, Mad.SIZE, mr.lkey()).ah(ah).remoteQpn(1).remoteQkey(GsiAccess.GSI_QKEY);
-        if (!qp.postSend(swr)) {
+        swr.wrId(SEND_TAG | slot).opcode(WrOpcode.SEND).sendFlags(SendFlags.SIGNALED).numSge(1)
+                .ah(ah).remoteQpn(1).remoteQkey(GsiAccess.GSI_QKEY);
+        swr.sge(0).dma(q1.sendDma() + off, Mad.SIZE, q1.lkey(), q1.sendMem().asSlice(off, Mad.SIZE));
+        if (!q1.qp().postSend(swr)) {
             LOG.log(System.Logger.Level.WARNING, "QP1 of {0}: send refused: {1}", this, swr.postError());
             cm.count(CmCounter.MAD_SEND_ERRORS);
             freeSend.addFirst(slot);
@@ -388,7 +447,7 @@ final class MadPort implements AutoCloseable {
         if (ah != null) {
             return ah;
         }
-        ah = pd.createAh(av.ahAttributes());
+        ah = q1.pd().createAh(av.ahAttributes());
         ahCache.put(av, ah);
         if (ahCache.size() > AH_CACHE) {
             var it = ahCache.entrySet().iterator();
@@ -405,7 +464,7 @@ final class MadPort implements AutoCloseable {
 
     /** Waits (without the CM lock) for QP1 completions: for the receive agent. */
     boolean awaitCompletion(Duration timeout) {
-        CompletionQueue c = channel.getCqEvent(timeout);
+        CompletionQueue c = q1.channel().getCqEvent(timeout);
         if (c != null) {
             c.ackEvents(1);
             return true;
@@ -415,32 +474,35 @@ final class MadPort implements AutoCloseable {
 
     /** Re-arms the CQ after draining it (CM lock not needed). */
     void rearm() {
-        if (!closed) {
-            cq.reqNotify(false);
+        if (!closed && q1 != null) {
+            q1.cq().reqNotify(false);
         }
     }
 
-    /** Destroys QP1 and everything of the port (CM lock held); PDs of applications on {@link #ctx} must be gone. */
+    /** Destroys QP1 (if started) and the port's context (CM lock held); PDs of applications on {@link #ctx} must be gone. */
     @Override
     public void close() {
         if (closed) {
             return;
         }
         closed = true;
-        qp.close();
-        for (AddressHandle ah : ahCache.values()) {
-            ah.close();
+        if (q1 != null) {
+            q1.qp().close();
+            for (AddressHandle ah : ahCache.values()) {
+                ah.close();
+            }
+            for (AddressHandle ah : retired) {
+                ah.close();
+            }
+            ahCache.clear();
+            retired.clear();
+            q1.dma().unmap(q1.recvDma(), q1.recvMem().byteSize(), DmaDirection.FROM_DEVICE);
+            q1.dma().unmap(q1.sendDma(), q1.sendMem().byteSize(), DmaDirection.TO_DEVICE);
+            q1.cq().close();
+            q1.channel().close();
+            q1.pd().close();
+            q1.arena().close();
         }
-        for (AddressHandle ah : retired) {
-            ah.close();
-        }
-        ahCache.clear();
-        retired.clear();
-        mr.close();
-        cq.close();
-        channel.close();
-        pd.close();
-        arena.close();
         ctx.close();
     }
 }

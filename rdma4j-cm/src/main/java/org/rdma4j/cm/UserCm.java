@@ -149,7 +149,9 @@ public final class UserCm implements CmProvider, AutoCloseable {
         }
 
         /**
-         * Opens the devices' QP1s and starts the CM.
+         * Opens the devices and their QP1s and starts the CM; the QP1 of a device that
+         * {@linkplain GsiAccess#bindsOnFirstUse() binds on first use} opens when a CM ID first binds, listens
+         * or resolves to it (so a RoCE device another process serves is not taken by merely starting the CM).
          *
          * @return the CM
          * @throws VerbsException EINVAL for a device without {@link GsiAccess}; what opening QP1 throws
@@ -178,7 +180,11 @@ public final class UserCm implements CmProvider, AutoCloseable {
                     throw new VerbsException(Errno.EINVAL, "device " + d.name() + " (" + d.providerName() + ") has no QP1 for"
                             + " a user-space CM: its kernel or library runs the CM (use its own CM provider)");
                 }
-                ps.add(new MadPort(this, d, 1));
+                MadPort p = new MadPort(this, d, 1);
+                ps.add(p);
+                if (!((GsiAccess) d).bindsOnFirstUse()) {
+                    start(p);
+                }
             }
         } catch (RuntimeException e) {
             lock.lock();
@@ -191,12 +197,30 @@ public final class UserCm implements CmProvider, AutoCloseable {
             throw e;
         }
         this.ports = List.copyOf(ps);
+    }
+
+    /**
+     * Starts a port's QP1 (CM lock held), and its receive agent unless the CM is driven: when an ID first
+     * binds, listens or resolves to the port. Idempotent.
+     *
+     * @throws VerbsException what creating QP1 throws, with the device named
+     */
+    void start(MadPort p) {
+        if (p.started()) {
+            return;
+        }
+        if (closed) {
+            throw new VerbsException(Errno.ENODEV, "the CM is closed");
+        }
+        try {
+            p.start();
+        } catch (VerbsException e) {
+            throw new VerbsException(e.errno(), "the CM cannot open QP1 of " + p + ": " + e.getMessage());
+        }
         if (!driven) {
-            for (MadPort p : ports) {
-                Thread t = Thread.ofPlatform().daemon().name("rdma4j-cm-" + p.device.name()).unstarted(() -> agentLoop(p));
-                agents.add(t);
-                t.start();
-            }
+            Thread t = Thread.ofPlatform().daemon().name("rdma4j-cm-" + p.device.name()).unstarted(() -> agentLoop(p));
+            agents.add(t);
+            t.start();
         }
     }
 

@@ -39,6 +39,8 @@ import org.rdma4j.verbs.spi.CmIdSpi;
  * Linux delivers. Every method takes the CM lock.
  */
 final class UserCmId implements CmIdSpi {
+    private static final System.Logger LOG = System.getLogger("org.rdma4j.cm");
+
     /** {@code enum rdma_cm_state}. */
     enum State { IDLE, ADDR_QUERY, ADDR_RESOLVED, ROUTE_QUERY, ROUTE_RESOLVED, CONNECT, DISCONNECT, ADDR_BOUND, LISTEN,
         DEVICE_REMOVAL, DESTROYING }
@@ -123,6 +125,7 @@ final class UserCmId implements CmIdSpi {
                 throw new VerbsException(Errno.EADDRNOTAVAIL, "rdma_bind_addr: no device of this CM owns "
                         + ip.getHostAddress() + "; its addresses: " + cm.addresses());
             }
+            cm.start(p);
         }
         if (afonly < 0) {
             afonly = address instanceof InetSocketAddress i && i.getAddress() instanceof Inet4Address ? 1 : 0;
@@ -207,6 +210,16 @@ final class UserCmId implements CmIdSpi {
             }
             List<MadPort> on = port != null ? List.of(port) : cm.ports();
             for (MadPort p : on) {
+                if (port == null && !p.started()) {
+                    try {
+                        cm.start(p);
+                    } catch (VerbsException e) {
+                        // a wildcard listens on the devices it can open (another process may serve this one)
+                        LOG.log(System.Logger.Level.WARNING, "rdma_listen on a wildcard address skips {0}: {1}", p,
+                                e.getMessage());
+                        continue;
+                    }
+                }
                 IbCmId l = bindList.ibListens.get(p);
                 if (l == null) {
                     l = cm.ibcm.listen(p, bindList.serviceId, UserCmId::requestHandler, bindList);
@@ -368,6 +381,12 @@ final class UserCmId implements CmIdSpi {
                 if (p == null) {
                     post(CmEventInfo.of(CmEventType.ADDR_ERROR, -Errno.ENODEV.value(), "no device of this CM reaches "
                             + to.getHostAddress() + "; its addresses: " + cm.addresses()));
+                    return;
+                }
+                try {
+                    cm.start(p);
+                } catch (VerbsException e) {
+                    post(CmEventInfo.of(CmEventType.ADDR_ERROR, -e.errno().value(), e.getMessage()));
                     return;
                 }
                 port = p;
@@ -609,7 +628,7 @@ final class UserCmId implements CmIdSpi {
             try {
                 if (qpType == QpType.UD) {
                     ib = cm.ibcm.createId(port, UserCmId::ibHandler, this);
-                    cm.ibcm.sendSidrReq(ib, path, sid, CmMsg.convertToMs(cmResponseTimeout), maxCmRetries, pd);
+                    cm.ibcm.sidr.sendReq(ib, path, sid, CmMsg.convertToMs(cmResponseTimeout), maxCmRetries, pd);
                 } else {
                     ib = cm.ibcm.createId(port, UserCmId::ibHandler, this);
                     cm.ibcm.sendReq(ib, new IbCm.ReqParam(path, sid, qpNum, qpType, seqNum, resp, init,
@@ -769,7 +788,7 @@ final class UserCmId implements CmIdSpi {
             if (qpType == QpType.UD) {
                 int q = qp != null ? qpNum : param.qpNum();
                 try {
-                    cm.ibcm.sendSidrRep(ib, CmMsg.SIDR_SUCCESS, q, qkey(), param.privateData());
+                    cm.ibcm.sidr.sendRep(ib, CmMsg.SIDR_SUCCESS, q, qkey(), param.privateData());
                 } catch (VerbsException e) {
                     throw inval("rdma_accept: " + e.getMessage() + "; accept once");
                 }
@@ -818,7 +837,7 @@ final class UserCmId implements CmIdSpi {
                 throw inval("rdma_reject: the CM ID is not a pending connection request");
             }
             if (qpType == QpType.UD) {
-                cm.ibcm.sendSidrRep(ib, CmMsg.SIDR_REJECT, 0, 0, privateData);
+                cm.ibcm.sidr.sendRep(ib, CmMsg.SIDR_REJECT, 0, 0, privateData);
             } else {
                 cm.ibcm.sendRej(ib, 28, null, privateData);
             }

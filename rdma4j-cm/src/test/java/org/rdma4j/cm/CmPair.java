@@ -47,6 +47,8 @@ final class CmPair implements AutoCloseable {
         volatile BiPredicate<Integer, Integer> duplicate = (a, n) -> false;
         volatile BiPredicate<Integer, Integer> hold = (a, n) -> false;
         final List<Runnable> held = new ArrayList<>();
+        /** Attribute ID -> how many of it reached the wire (held ones when released). */
+        final java.util.Map<Integer, Integer> delivered = new java.util.HashMap<>();
         long lost;
 
         @Override
@@ -60,13 +62,21 @@ final class CmPair implements AutoCloseable {
             }
             if (hold.test(attr, n)) {
                 byte[] copy = mad.clone();
-                held.add(() -> transmit.accept(copy));
+                held.add(() -> {
+                    delivered.merge(attr, 1, Integer::sum);
+                    transmit.accept(copy);
+                });
                 return;
             }
+            delivered.merge(attr, 1, Integer::sum);
             transmit.accept(mad);
             if (duplicate.test(attr, n)) {
                 transmit.accept(mad);
             }
+        }
+
+        int deliveredOf(int attrId) {
+            return delivered.getOrDefault(attrId, 0);
         }
 
         List<Sent> of(int attrId) {

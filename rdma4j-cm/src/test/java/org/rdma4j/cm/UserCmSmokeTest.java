@@ -12,6 +12,7 @@ import java.time.Duration;
 
 import org.junit.jupiter.api.Test;
 import org.rdma4j.common.ManualClock;
+import org.rdma4j.dma.DmaConfig;
 import org.rdma4j.soft.SoftDevice;
 import org.rdma4j.soft.SoftFabric;
 import org.rdma4j.verbs.AccessFlag;
@@ -56,6 +57,51 @@ class UserCmSmokeTest {
             Thread.onSpinWait();
         }
         throw new AssertionError("no " + type + " within " + T);
+    }
+
+    /**
+     * A device that reaches memory only through bounce buffers refuses registrations; the MAD layer maps its
+     * buffers as mad.c does, so the CM runs on it (the connection's own traffic is the application's affair).
+     */
+    @Test
+    void connectsOnDevicesThatOnlyBounce() {
+        ManualClock clock = new ManualClock();
+        try (SoftFabric f = new SoftFabric(clock)) {
+            DmaConfig bounce = DmaConfig.bounce().withForceBounce(true);
+            SoftDevice a = f.addDevice("bounceA", bounce);
+            SoftDevice b = f.addDevice("bounceB", bounce);
+            try (UserCm cmA = UserCm.builder().device(a).clock(clock).driven(true).seed(1).build();
+                 UserCm cmB = UserCm.builder().device(b).clock(clock).driven(true).seed(2).build();
+                 CmEventChannel chA = RdmaCm.of(cmA).createEventChannel();
+                 CmEventChannel chB = RdmaCm.of(cmB).createEventChannel()) {
+                InetAddress ipB = cmB.addresses().getFirst().address();
+                CmId listener = chB.createId(PortSpace.TCP);
+                listener.bindAddr(new InetSocketAddress(ipB, 7174));
+                listener.listen(4);
+                CmId client = chA.createId(PortSpace.TCP);
+                client.resolveAddr(null, new InetSocketAddress(ipB, 7174), T);
+                await(chA, CmEventType.ADDR_RESOLVED, cmA, cmB).ack();
+                client.resolveRoute(T);
+                await(chA, CmEventType.ROUTE_RESOLVED, cmA, cmB).ack();
+                ProtectionDomain pdA = client.context().allocPd();
+                client.createQp(pdA, new QpInitAttributes().type(QpType.RC).cap(new QpCapabilities(4, 4, 1, 1, 0)));
+                client.connect(new ConnParam().retryCount(7).rnrRetryCount(7));
+                CmEvent req = await(chB, CmEventType.CONNECT_REQUEST, cmA, cmB);
+                CmId server = req.id();
+                req.ack();
+                ProtectionDomain pdB = server.context().allocPd();
+                server.createQp(pdB, new QpInitAttributes().type(QpType.RC).cap(new QpCapabilities(4, 4, 1, 1, 0)));
+                server.accept(null);
+                await(chA, CmEventType.ESTABLISHED, cmA, cmB).ack();
+                await(chB, CmEventType.ESTABLISHED, cmA, cmB).ack();
+                assertTrue(cmA.counters().get("mads_sent") >= 2, cmA.counters().toString());
+                client.close();
+                server.close();
+                listener.close();
+                pdA.close();
+                pdB.close();
+            }
+        }
     }
 
     @Test

@@ -138,6 +138,12 @@ public final class SoftDevice implements Device, GsiAccess {
         return SoftGsi.create(this, pd, kind, port, attrs);
     }
 
+    /** {@inheritDoc} True for a configured RoCE device not bound yet ({@link #bindOnFirstQp}). */
+    @Override
+    public boolean bindsOnFirstUse() {
+        return unbound != null;
+    }
+
     void contextClosed(SoftContext ctx) {
         contexts.remove(ctx);
     }

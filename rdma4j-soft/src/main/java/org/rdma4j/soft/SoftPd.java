@@ -92,6 +92,7 @@ final class SoftPd extends SoftResource implements ProtectionDomain {
     /** The port's GSI QP (QPN 1): {@link SoftGsi}. */
     QueuePair createGsiQp(QpInitAttributes attrs) {
         checkNotClosed();
+        device.bindOnFirstQp(); // QP1 receives from the wire too: a RoCE device binds its addresses now
         SoftQp qp = new SoftQp(this, attrs, true);
         children.add(qp);
         return qp;

@@ -10,18 +10,26 @@ public enum Errno {
     EPERM(1),
     /** No such entry (e.g. unknown device or GID index). */
     ENOENT(2),
+    /** Input/output error: the device or its driver failed (e.g. it was removed). */
+    EIO(5),
     /** Try again: a queue is full. */
     EAGAIN(11),
     /** Out of memory or a queue/table limit was reached. */
     ENOMEM(12),
     /** Permission denied. */
     EACCES(13),
+    /** Bad address: memory the kernel was given is not mapped. */
+    EFAULT(14),
     /** Resource busy: the object still has live children or users. */
     EBUSY(16),
-    /** No such device: no RDMA device owns the address, or the device went away. */
+    /** The entry exists already. */
+    EEXIST(17),
+    /** No such device: no RDMA device owns the address, the device went away, or the kernel has no RDMA stack. */
     ENODEV(19),
     /** Invalid argument. */
     EINVAL(22),
+    /** Not implemented: the kernel lacks the call (e.g. no RDMA stack loaded). */
+    ENOSYS(38),
     /** No data available (rdma_cm: neighbour not resolved yet). */
     ENODATA(61),
     /** Protocol error (a peer sent something the protocol does not allow). */

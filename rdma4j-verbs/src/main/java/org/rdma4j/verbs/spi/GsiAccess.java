@@ -41,4 +41,17 @@ public interface GsiAccess {
      *                                         port's GSI QP exists already, EINVAL for a bad port
      */
     QueuePair createSpecialQp(ProtectionDomain pd, SpecialQp kind, int port, QpInitAttributes attrs);
+
+    /**
+     * Whether the device takes a host resource that one process at a time can hold (a RoCE device of the
+     * host's configuration binds its IP addresses and UDP port) only when its first QP is created. A
+     * user-space CM then creates the device's QP1 only when one of its CM IDs binds, listens or resolves to
+     * the device, so that several processes listing the same devices can each serve one of them; other
+     * devices get their QP1 when the CM starts, so requests to ports nobody listens on are rejected.
+     *
+     * @return true if QP1 should wait for the device's first use; false (the default) otherwise
+     */
+    default boolean bindsOnFirstUse() {
+        return false;
+    }
 }
