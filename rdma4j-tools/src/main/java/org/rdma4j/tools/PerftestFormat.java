@@ -57,10 +57,19 @@ public final class PerftestFormat {
      * @param gidIndex   GID index, -1 when none (not printed)
      * @param inlineSize max inline data
      * @param outReads   outstanding reads, printed instead of the inline size when &gt;= 0 (READ, ATOMIC)
+     * @param rdmaCm     {@code -R}: the QPs and the exchange use rdma_cm ("rdma_cm QPs : ON")
      */
     public record TestInfo(String testName, String atomicType, boolean lat, int postList, String device, int numQps,
                            String transport, String connection, boolean client, int txDepth, int rxDepth, int cqMod,
-                           int mtuBytes, String linkType, int gidIndex, int inlineSize, int outReads) {
+                           int mtuBytes, String linkType, int gidIndex, int inlineSize, int outReads, boolean rdmaCm) {
+        /** A test without rdma_cm ({@code -R}). */
+        public TestInfo(String testName, String atomicType, boolean lat, int postList, String device, int numQps,
+                        String transport, String connection, boolean client, int txDepth, int rxDepth, int cqMod,
+                        int mtuBytes, String linkType, int gidIndex, int inlineSize, int outReads) {
+            this(testName, atomicType, lat, postList, device, numQps, transport, connection, client, txDepth, rxDepth,
+                    cqMod, mtuBytes, linkType, gidIndex, inlineSize, outReads, false);
+        }
+
         /** The ib_write_bw block (the first tool's constructor). */
         public TestInfo(String testName, String device, int numQps, String transport, String connection,
                         boolean client, int txDepth, int cqMod, int mtuBytes, String linkType, int gidIndex,
@@ -168,8 +177,14 @@ public final class PerftestFormat {
         } else {
             sb.append(" Max inline data : ").append(info.inlineSize()).append("[B]\n");
         }
-        sb.append(" rdma_cm QPs\t : ").append("OFF").append('\n');
-        sb.append(" Data ex. method : ").append("Ethernet").append('\n');
+        sb.append(" rdma_cm QPs\t : ").append(info.rdmaCm() ? "ON" : "OFF").append('\n');
+        sb.append(" Data ex. method : ").append(info.rdmaCm() ? "rdma_cm" : "Ethernet");
+        if (info.rdmaCm() && !info.client()) {
+            sb.append('\n').append(RESULT_LINE);
+            sb.append(" Waiting for client rdma_cm QP to connect\n");
+            sb.append(" Please run the same command with the IB/RoCE interface IP");
+        }
+        sb.append('\n');
         sb.append(RESULT_LINE);
         return sb.toString();
     }
@@ -336,10 +351,10 @@ public final class PerftestFormat {
         } else {
             sb.append("\"Max_inline_data\": ").append(info.inlineSize()).append(",\n");
         }
-        sb.append("\"rdma_cm_QPs\": \"OFF\",\n");
+        sb.append("\"rdma_cm_QPs\": \"").append(info.rdmaCm() ? "ON" : "OFF").append("\",\n");
         sb.append("\"Use_ROCm_memory\": \"OFF\",\n");
         sb.append("\"Use_MUSA_memory\": \"OFF\",\n");
-        sb.append("\"Data_ex_method\": \"Ethernet\"");
+        sb.append("\"Data_ex_method\": \"").append(info.rdmaCm() ? "rdma_cm" : "Ethernet").append('"');
         sb.append("\n},\n");
         sb.append("\"results\": ");
         if (results.size() == 1) {
