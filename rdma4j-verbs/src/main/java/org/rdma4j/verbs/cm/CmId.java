@@ -77,6 +77,8 @@ public final class CmId implements AutoCloseable {
     private volatile State state;
     /** Provider IDs: one, or one per provider for a wildcard bind. */
     private volatile List<CmIdSpi> spis = List.of();
+    /** The providers of {@link #spis} after a wildcard bind, in the same order. */
+    private List<CmProvider> spiProviders = List.of();
     /** The provider of {@link #spis} when there is one; null for a wildcard bind on several. */
     private volatile CmProvider provider;
     private volatile int backlog = MAX_BACKLOG;
@@ -280,16 +282,35 @@ public final class CmId implements AutoCloseable {
         boolean pick = address instanceof InetSocketAddress i ? i.getPort() == 0 : ((IbSocketAddress) address).serviceId() == 0;
         for (int attempt = 0; attempt < (pick ? 8 : 1); attempt++) {
             List<CmIdSpi> bound = new ArrayList<>();
+            List<CmProvider> on = new ArrayList<>();
+            VerbsException noDevice = null;
             try {
                 SocketAddress at = address;
                 for (CmProvider p : ps) {
-                    CmIdSpi s = newSpi(p);
+                    CmIdSpi s;
+                    try {
+                        s = newSpi(p);
+                    } catch (VerbsException e) {
+                        if (e.errno() != Errno.ENODEV) {
+                            throw e;
+                        }
+                        // a provider without devices (librdmacm on a kernel without rdma_cm) has nothing to
+                        // listen on: as Linux's cma_listen_on_all over an empty device list, skip it
+                        noDevice = noDevice == null ? e : noDevice;
+                        continue;
+                    }
                     bound.add(s);
                     s.bind(at);
+                    on.add(p);
                     at = s.localAddress(); // the same port (service ID) on every provider
                 }
-                provider = ps.size() == 1 ? ps.getFirst() : null;
+                if (bound.isEmpty()) {
+                    throw noDevice != null ? noDevice
+                            : new VerbsException(Errno.ENODEV, "rdma_bind_addr " + address + ": " + cm.describeAddresses());
+                }
+                provider = on.size() == 1 ? on.getFirst() : null;
                 spis = List.copyOf(bound);
+                spiProviders = List.copyOf(on);
                 return;
             } catch (VerbsException e) {
                 bound.forEach(CmIdSpi::close);
@@ -443,7 +464,10 @@ public final class CmId implements AutoCloseable {
         if (o == null) {
             return null;
         }
-        int i = cm.providers().indexOf(o.provider());
+        int i = spiProviders.indexOf(o.provider());
+        if (i < 0) {
+            return null;
+        }
         CmIdSpi keep = l.get(i);
         for (CmIdSpi s : l) {
             if (s != keep) {

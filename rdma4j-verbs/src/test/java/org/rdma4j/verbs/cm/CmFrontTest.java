@@ -125,6 +125,22 @@ class CmFrontTest {
     }
 
     @Test
+    void aWildcardListenSkipsAProviderWithoutDevicesAsLinuxListensOnNone() {
+        nat.noDevices = true; // librdmacm's provider where the kernel has no rdma_cm: ENODEV from createId
+        try (CmEventChannel ch = cm.createEventChannel(); CmId id = ch.createId(PortSpace.TCP)) {
+            id.bindAddr(a("::", 7174));
+            id.listen(4);
+            assertEquals("soft", id.providerName());
+            assertEquals(7174, ((InetSocketAddress) soft.ids.getLast().local).getPort());
+        }
+        soft.noDevices = true; // no provider has a device: the bind fails as the provider said
+        try (CmEventChannel ch = cm.createEventChannel(); CmId id = ch.createId(PortSpace.TCP)) {
+            VerbsException e = assertThrows(VerbsException.class, () -> id.bindAddr(a("0.0.0.0", 7174)));
+            assertEquals(Errno.ENODEV, e.errno());
+        }
+    }
+
+    @Test
     void listenBindsAnUnboundIdAndRejectsRequestsBeyondTheBacklog() {
         try (CmEventChannel ch = cm.createEventChannel()) {
             CmId l = ch.createId(PortSpace.TCP);

@@ -34,6 +34,8 @@ final class FakeCmProvider implements CmProvider {
     final Set<Integer> ports = new HashSet<>();
     CmAddress sourceFor;
     int nextPort = 40_000;
+    /** createId fails with ENODEV, as librdmacm's provider on a kernel without rdma_cm. */
+    boolean noDevices;
 
     FakeCmProvider(String name, String... addrs) {
         this.name = name;
@@ -60,6 +62,9 @@ final class FakeCmProvider implements CmProvider {
 
     @Override
     public CmIdSpi createId(CmEventSink sink, PortSpace portSpace, QpType qpType) {
+        if (noDevices) {
+            throw new VerbsException(Errno.ENODEV, name + ": no devices");
+        }
         FakeId id = new FakeId(sink, portSpace);
         ids.add(id);
         return id;
