@@ -272,7 +272,19 @@ public final class CmId implements AutoCloseable {
     }
 
     private void bindWildcard(SocketAddress address) {
-        List<CmProvider> ps = cm.providers();
+        // A wildcard bind listens on every device. A provider that serves none (librdmacm on a host without the
+        // kernel's rdma_cm, the soft CM with no device configured) has nothing to listen on, and its refusal must
+        // not fail the bind on the providers that do serve devices; when no provider serves one, every provider
+        // is asked, so the error says why.
+        List<CmProvider> ps = new ArrayList<>();
+        for (CmProvider p : cm.providers()) {
+            if (!p.addresses().isEmpty()) {
+                ps.add(p);
+            }
+        }
+        if (ps.isEmpty()) {
+            ps = cm.providers();
+        }
         if (ps.isEmpty()) {
             throw new VerbsException(Errno.ENODEV, "rdma_bind_addr " + address + ": " + cm.describeAddresses());
         }

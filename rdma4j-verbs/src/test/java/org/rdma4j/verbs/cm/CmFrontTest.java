@@ -125,6 +125,23 @@ class CmFrontTest {
     }
 
     @Test
+    void aWildcardBindLeavesOutAProviderWithNoDeviceUnlessNoProviderHasOne() {
+        FakeCmProvider dead = new FakeCmProvider("librdmacm"); // no device: the kernel has no rdma_cm
+        dead.refuse = new VerbsException(Errno.ENODEV, "the kernel has no rdma_cm");
+        try (CmEventChannel ch = RdmaCm.of(dead, soft).createEventChannel(); CmId id = ch.createId(PortSpace.TCP)) {
+            id.bindAddr(a("0.0.0.0", 0));
+            id.listen(4);
+            assertEquals("soft", id.providerName());
+            assertEquals("listen 4", soft.ids.getLast().calls.getLast());
+        }
+        try (CmEventChannel ch = RdmaCm.of(dead).createEventChannel(); CmId id = ch.createId(PortSpace.TCP)) {
+            VerbsException e = assertThrows(VerbsException.class, () -> id.bindAddr(a("0.0.0.0", 0)));
+            assertEquals(Errno.ENODEV, e.errno());
+            assertTrue(e.getMessage().contains("rdma_cm"), e.getMessage());
+        }
+    }
+
+    @Test
     void listenBindsAnUnboundIdAndRejectsRequestsBeyondTheBacklog() {
         try (CmEventChannel ch = cm.createEventChannel()) {
             CmId l = ch.createId(PortSpace.TCP);
