@@ -274,7 +274,19 @@ public final class CmId implements AutoCloseable {
     }
 
     private void bindWildcard(SocketAddress address) {
-        List<CmProvider> ps = cm.providers();
+        // A wildcard bind listens on every device. A provider that serves none (librdmacm on a host without the
+        // kernel's rdma_cm, the soft CM with no device configured) has nothing to listen on, and its refusal must
+        // not fail the bind on the providers that do serve devices; when no provider serves one, every provider
+        // is asked, so the error says why.
+        List<CmProvider> ps = new ArrayList<>();
+        for (CmProvider p : cm.providers()) {
+            if (!p.addresses().isEmpty()) {
+                ps.add(p);
+            }
+        }
+        if (ps.isEmpty()) {
+            ps = cm.providers();
+        }
         if (ps.isEmpty()) {
             throw new VerbsException(Errno.ENODEV, "rdma_bind_addr " + address + ": " + cm.describeAddresses());
         }
@@ -282,35 +294,17 @@ public final class CmId implements AutoCloseable {
         boolean pick = address instanceof InetSocketAddress i ? i.getPort() == 0 : ((IbSocketAddress) address).serviceId() == 0;
         for (int attempt = 0; attempt < (pick ? 8 : 1); attempt++) {
             List<CmIdSpi> bound = new ArrayList<>();
-            List<CmProvider> on = new ArrayList<>();
-            VerbsException noDevice = null;
             try {
                 SocketAddress at = address;
                 for (CmProvider p : ps) {
-                    CmIdSpi s;
-                    try {
-                        s = newSpi(p);
-                    } catch (VerbsException e) {
-                        if (e.errno() != Errno.ENODEV) {
-                            throw e;
-                        }
-                        // a provider without devices (librdmacm on a kernel without rdma_cm) has nothing to
-                        // listen on: as Linux's cma_listen_on_all over an empty device list, skip it
-                        noDevice = noDevice == null ? e : noDevice;
-                        continue;
-                    }
+                    CmIdSpi s = newSpi(p);
                     bound.add(s);
                     s.bind(at);
-                    on.add(p);
                     at = s.localAddress(); // the same port (service ID) on every provider
                 }
-                if (bound.isEmpty()) {
-                    throw noDevice != null ? noDevice
-                            : new VerbsException(Errno.ENODEV, "rdma_bind_addr " + address + ": " + cm.describeAddresses());
-                }
-                provider = on.size() == 1 ? on.getFirst() : null;
+                provider = ps.size() == 1 ? ps.getFirst() : null;
                 spis = List.copyOf(bound);
-                spiProviders = List.copyOf(on);
+                spiProviders = List.copyOf(ps); // chooseAmongBound finds a provider's ID by its index here
                 return;
             } catch (VerbsException e) {
                 bound.forEach(CmIdSpi::close);

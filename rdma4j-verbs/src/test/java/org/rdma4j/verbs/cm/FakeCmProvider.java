@@ -34,8 +34,8 @@ final class FakeCmProvider implements CmProvider {
     final Set<Integer> ports = new HashSet<>();
     CmAddress sourceFor;
     int nextPort = 40_000;
-    /** createId fails with ENODEV, as librdmacm's provider on a kernel without rdma_cm. */
-    boolean noDevices;
+    /** When set, createId throws it (librdmacm on a host without the kernel's rdma_cm: ENODEV). */
+    RuntimeException refuse;
 
     FakeCmProvider(String name, String... addrs) {
         this.name = name;
@@ -62,8 +62,8 @@ final class FakeCmProvider implements CmProvider {
 
     @Override
     public CmIdSpi createId(CmEventSink sink, PortSpace portSpace, QpType qpType) {
-        if (noDevices) {
-            throw new VerbsException(Errno.ENODEV, name + ": no devices");
+        if (refuse != null) {
+            throw refuse;
         }
         FakeId id = new FakeId(sink, portSpace);
         ids.add(id);
