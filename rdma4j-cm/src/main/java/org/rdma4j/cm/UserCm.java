@@ -162,7 +162,7 @@ public final class UserCm implements CmProvider, AutoCloseable {
         }
     }
 
-    /** @return a builder */
+    /** {@return a builder} */
     public static Builder builder() {
         return new Builder();
     }
@@ -311,8 +311,9 @@ public final class UserCm implements CmProvider, AutoCloseable {
     }
 
     /**
+     * {@return its value}
+     *
      * @param c a counter
-     * @return its value
      */
     public long counter(CmCounter c) {
         lock.lock();
@@ -323,7 +324,7 @@ public final class UserCm implements CmProvider, AutoCloseable {
         }
     }
 
-    /** @return every counter by {@link CmCounter#counterName()}, read together */
+    /** {@return every counter by {@link CmCounter#counterName()}, read together} */
     public Map<String, Long> counters() {
         Map<String, Long> m = new LinkedHashMap<>();
         lock.lock();
@@ -337,7 +338,7 @@ public final class UserCm implements CmProvider, AutoCloseable {
         return Collections.unmodifiableMap(m);
     }
 
-    /** @return how many IB CM communications exist (listeners and TIMEWAIT ones included) */
+    /** {@return how many IB CM communications exist (listeners and TIMEWAIT ones included)} */
     public int communications() {
         lock.lock();
         try {
@@ -399,7 +400,7 @@ public final class UserCm implements CmProvider, AutoCloseable {
         return id;
     }
 
-    /** @return the port that owns the address, or null */
+    /** {@return the port that owns the address, or null} */
     MadPort portOwning(InetAddress a) {
         for (MadPort p : ports) {
             if (p.active() && p.owns(a)) {
@@ -513,7 +514,7 @@ public final class UserCm implements CmProvider, AutoCloseable {
         }
     }
 
-    /** @return whether the CM is closed */
+    /** {@return whether the CM is closed} */
     boolean isClosed() {
         return closed;
     }

@@ -79,7 +79,7 @@ final class Completer {
         staleNaks = 0;
     }
 
-    /** @return the oldest WQE the requester has started and not completed, or null */
+    /** {@return the oldest WQE the requester has started and not completed, or null} */
     SendWqe outstanding() {
         if (qp.compIdx == qp.sqHead) {
             return null;
@@ -245,6 +245,7 @@ final class Completer {
                         rnrRetry--;
                     }
                     psn = p.psn;
+                    SoftEvents.rnrNak(qp, p.psn, Aeth.rnrDelayNs(syn), rnrRetry);
                     goBackN();
                     qp.armRnr(Aeth.rnrDelayNs(syn));
                 } else {
@@ -350,6 +351,7 @@ final class Completer {
             }
             qp.device.count(SoftCounter.COMPLETER_RETRY_ERR);
             qp.device.count(cause == Cause.TIMEOUT ? SoftCounter.RETRY_TIMEOUTS : SoftCounter.RETRY_NAKS);
+            SoftEvents.retransmit(qp, psn, cause.name(), retryCnt);
             recovery = Recovery.RESENDING;
             resendFrom = psn;
             // After a timeout nothing sent before is still on its way (no response came for a whole

@@ -56,9 +56,10 @@ final class Requester {
     }
 
     /**
+     * {@return how many AckReq packets of the current pass were sent with a PSN after {@code from} (each will be
+     * answered, by a NAK if the responder is still waiting for an earlier PSN)}
+     *
      * @param from a PSN
-     * @return how many AckReq packets of the current pass were sent with a PSN after {@code from}
-     *         (each will be answered, by a NAK if the responder is still waiting for an earlier PSN)
      */
     int ackReqsAfter(int from) {
         int n = 0;

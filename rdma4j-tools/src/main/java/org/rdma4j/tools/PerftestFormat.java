@@ -62,7 +62,27 @@ public final class PerftestFormat {
     public record TestInfo(String testName, String atomicType, boolean lat, int postList, String device, int numQps,
                            String transport, String connection, boolean client, int txDepth, int rxDepth, int cqMod,
                            int mtuBytes, String linkType, int gidIndex, int inlineSize, int outReads, boolean rdmaCm) {
-        /** A test without rdma_cm ({@code -R}). */
+        /**
+         * A test without rdma_cm ({@code -R}).
+         *
+         * @param testName   testsStr entry: {@code RDMA_Write}, {@code RDMA_Read}, {@code Send}, {@code Atomic}
+         * @param atomicType {@code FETCH_AND_ADD} or {@code CMP_AND_SWAP} for the atomic tests, else null
+         * @param lat        a latency test (title "Latency", no CQ moderation lines)
+         * @param postList   post list (&gt; 1 adds "Post List" to a BW title and a line)
+         * @param device     device name
+         * @param numQps     number of QPs
+         * @param transport  transport_str: {@code IB} or {@code IW}
+         * @param connection connStr: {@code RC}, {@code UC}, ...
+         * @param client     true on the client (prints TX depth)
+         * @param txDepth    TX depth
+         * @param rxDepth    RX depth, printed when &gt;= 0 (a SEND server)
+         * @param cqMod      CQ moderation
+         * @param mtuBytes   the path MTU in bytes
+         * @param linkType   link_layer_str: {@code IB} or {@code Ethernet}
+         * @param gidIndex   GID index, -1 when none (not printed)
+         * @param inlineSize max inline data
+         * @param outReads   outstanding reads, printed instead of the inline size when &gt;= 0 (READ, ATOMIC)
+         */
         public TestInfo(String testName, String atomicType, boolean lat, int postList, String device, int numQps,
                         String transport, String connection, boolean client, int txDepth, int rxDepth, int cqMod,
                         int mtuBytes, String linkType, int gidIndex, int inlineSize, int outReads) {
@@ -70,7 +90,22 @@ public final class PerftestFormat {
                     cqMod, mtuBytes, linkType, gidIndex, inlineSize, outReads, false);
         }
 
-        /** The ib_write_bw block (the first tool's constructor). */
+        /**
+         * The ib_write_bw block (the first tool's constructor).
+         *
+         * @param testName testsStr entry: {@code RDMA_Write}, {@code RDMA_Read}, {@code Send}, {@code Atomic}
+         * @param device device name
+         * @param numQps number of QPs
+         * @param transport transport_str: {@code IB} or {@code IW}
+         * @param connection connStr: {@code RC}, {@code UC}, ...
+         * @param client true on the client (prints TX depth)
+         * @param txDepth TX depth
+         * @param cqMod CQ moderation
+         * @param mtuBytes the path MTU in bytes
+         * @param linkType link_layer_str: {@code IB} or {@code Ethernet}
+         * @param gidIndex GID index, -1 when none (not printed)
+         * @param inlineSize max inline data
+         */
         public TestInfo(String testName, String device, int numQps, String transport, String connection,
                         boolean client, int txDepth, int cqMod, int mtuBytes, String linkType, int gidIndex,
                         int inlineSize) {
@@ -78,7 +113,7 @@ public final class PerftestFormat {
                     linkType, gidIndex, inlineSize, -1);
         }
 
-        /** @return the title words after the test name: "FETCH_AND_ADD BW", "Latency", "Post List BW" */
+        /** {@return the title words after the test name: "FETCH_AND_ADD BW", "Latency", "Post List BW"} */
         String titleWords(String sep) {
             StringBuilder t = new StringBuilder();
             if (atomicType != null) {
@@ -108,7 +143,16 @@ public final class PerftestFormat {
      * @param outReads outstanding reads (the keys message's second field)
      */
     public record Dest(int lid, int qpn, int psn, int rkey, long vaddr, byte[] gid, int outReads) {
-        /** A destination without outstanding reads (WRITE, SEND). */
+        /**
+         * A destination without outstanding reads (WRITE, SEND).
+         *
+         * @param lid LID
+         * @param qpn QP number
+         * @param psn starting PSN
+         * @param rkey R_Key of the buffer
+         * @param vaddr buffer address
+         * @param gid 16 GID bytes, network order
+         */
         public Dest(int lid, int qpn, int psn, int rkey, long vaddr, byte[] gid) {
             this(lid, qpn, psn, rkey, vaddr, gid, 0);
         }
@@ -126,7 +170,7 @@ public final class PerftestFormat {
     public record Report(long size, long iters, double bwPeak, double bwAvg, double msgRateMpps) {
     }
 
-    /** @return the server's banner before it waits for the client */
+    /** {@return the server's banner before it waits for the client} */
     public static String waitingBanner() {
         return "\n************************************\n"
                 + "* Waiting for client to connect... *\n"

@@ -163,7 +163,8 @@ class TwoProcessCmTest {
         for (int i = 0; i < 50; i++) {
             try (DatagramSocket a = new DatagramSocket(new InetSocketAddress("127.0.0.1", 0))) {
                 int p = a.getLocalPort();
-                try (DatagramSocket b = new DatagramSocket(new InetSocketAddress("127.0.0.2", p))) {
+                try {
+                    new DatagramSocket(new InetSocketAddress("127.0.0.2", p)).close();
                     return p;
                 } catch (IOException busy) {
                     // next
