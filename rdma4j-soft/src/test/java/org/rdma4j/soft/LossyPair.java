@@ -93,14 +93,14 @@ final class LossyPair implements AutoCloseable {
         final QueuePair qp;
         AddressHandle ahToPeer;
 
-        Side(String name, SoftDevice dev, Arena arena, Config cfg, int recvCqe) {
+        Side(String name, SoftDevice dev, Arena arena, Config cfg, int recvCqe, int memBytes) {
             this.name = name;
             this.dev = dev;
             ctx = dev.open();
             pd = ctx.allocPd();
             scq = ctx.createCq(8192, null, 0);
             rcq = ctx.createCq(recvCqe, null, 0);
-            mem = arena.allocate(MEM, 4096);
+            mem = arena.allocate(memBytes, 4096);
             mr = pd.regMr(mem, EnumSet.of(AccessFlag.LOCAL_WRITE, AccessFlag.REMOTE_WRITE, AccessFlag.REMOTE_READ,
                     AccessFlag.REMOTE_ATOMIC));
             qp = pd.createQp(new QpInitAttributes().type(cfg.type()).sendCq(scq).recvCq(rcq)
@@ -142,17 +142,25 @@ final class LossyPair implements AutoCloseable {
 
     /** @param recvCqe the size of B's receive CQ (A's holds 8192) */
     LossyPair(Config cfg, long seed, FaultInjectingLink.Faults faults, int recvCqe) {
+        this(cfg, seed, faults, recvCqe, MEM);
+    }
+
+    /**
+     * @param recvCqe  the size of B's receive CQ (A's holds 8192)
+     * @param memBytes the size of each side's region ({@link #MEM} unless a run needs more)
+     */
+    LossyPair(Config cfg, long seed, FaultInjectingLink.Faults faults, int recvCqe, int memBytes) {
         this.cfg = cfg;
         this.seed = seed;
         SoftDevice da = fabric.addDevice("lossy0");
         SoftDevice db = fabric.addDevice("lossy1");
         link = new FaultInjectingLink(fabric, fabric.inProcess, seed, faults);
         fabric.setLink(link);
-        a = new Side("A", da, arena, cfg, 8192);
-        b = new Side("B", db, arena, cfg, recvCqe);
+        a = new Side("A", da, arena, cfg, 8192, memBytes);
+        b = new Side("B", db, arena, cfg, recvCqe, memBytes);
         SplittableRandom r = new SplittableRandom(seed ^ 0x5DEECE66DL);
         for (Side s : List.of(a, b)) {
-            for (long i = 0; i < MEM; i += 8) {
+            for (long i = 0; i < s.mem.byteSize(); i += 8) {
                 s.mem.set(java.lang.foreign.ValueLayout.JAVA_LONG, i, r.nextLong());
             }
         }
