@@ -5,6 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
@@ -14,7 +16,12 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import org.junit.jupiter.api.Test;
+import org.rdma4j.verbs.Errno;
 import org.rdma4j.verbs.Verbs;
+import org.rdma4j.verbs.VerbsException;
+import org.rdma4j.verbs.cm.CmEventChannel;
+import org.rdma4j.verbs.cm.CmId;
+import org.rdma4j.verbs.cm.PortSpace;
 
 /**
  * ucmatose, udaddy and rdma_server/rdma_client between the process's in-process soft devices (soft1 serves,
@@ -29,6 +36,10 @@ class CmToolsEndToEndTest {
         try (var ctx = Verbs.device(dev).open()) {
             return ctx.queryGid(1, 0).toInetAddress().getHostAddress();
         }
+    }
+
+    private static InetSocketAddress at(String dev, String port) {
+        return new InetSocketAddress(InetAddress.ofLiteral(gid(dev)), Integer.parseInt(port));
     }
 
     private record Run(int rc, String out, String err) {
@@ -57,7 +68,22 @@ class CmToolsEndToEndTest {
      */
     private static Run[] pair(Tool server, String[] serverArgs, Tool client, String[] clientArgs, String notYet)
             throws Exception {
+        return pair(server, serverArgs, client, clientArgs, notYet, null);
+    }
+
+    /**
+     * As {@link #pair(Tool, String[], Tool, String[], String)}, but the client starts only once the server has
+     * bound {@code serverAt} (a CM ID binding it gets EADDRINUSE): a client of several connections that started
+     * while the server came up could have some requests rejected (nobody listens yet) and others accepted,
+     * and those would take the server's places from the client's retry. (The probe holds the port for the
+     * microseconds between its bind and its close, every 10 ms, while the server starts.)
+     */
+    private static Run[] pair(Tool server, String[] serverArgs, Tool client, String[] clientArgs, String notYet,
+            InetSocketAddress serverAt) throws Exception {
         CompletableFuture<Run> s = CompletableFuture.supplyAsync(() -> run(server, serverArgs));
+        if (serverAt != null) {
+            awaitBound(serverAt, s);
+        }
         Run c = null;
         for (int attempt = 0; attempt < 200 && !s.isDone(); attempt++) {
             c = run(client, clientArgs);
@@ -73,6 +99,26 @@ class CmToolsEndToEndTest {
         return new Run[] {s.get(60, TimeUnit.SECONDS), c};
     }
 
+    /** Waits (at most 30 s, ending early if the server ends) until a TCP-space CM ID cannot bind {@code at}. */
+    private static void awaitBound(InetSocketAddress at, CompletableFuture<Run> server) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (System.nanoTime() < deadline && !server.isDone()) {
+            try (CmEventChannel ch = CmEventChannel.create(); CmId probe = ch.createId(PortSpace.TCP)) {
+                probe.bindAddr(at);
+            } catch (VerbsException e) {
+                if (e.errno() == Errno.EADDRINUSE) {
+                    return;
+                }
+                throw e;
+            }
+            try {
+                server.get(10, TimeUnit.MILLISECONDS);
+            } catch (TimeoutException notYet) {
+                // not bound yet
+            }
+        }
+    }
+
     private static int port() {
         return PORTS.getAndIncrement();
     }
@@ -82,7 +128,7 @@ class CmToolsEndToEndTest {
         String p = Integer.toString(port());
         Run[] r = pair(Ucmatose::main, new String[] {"-b", gid("soft1"), "-p", p, "-c", "3", "-C", "20", "-S", "300"},
                 Ucmatose::main, new String[] {"-s", gid("soft1"), "-b", gid("soft0"), "-p", p, "-c", "3", "-C", "20", "-S", "300"},
-                "error: 8");
+                "error: 8", at("soft1", p));
         Run s = r[0];
         Run c = r[1];
         assertEquals(0, c.rc(), c.all() + "\nserver:\n" + s.all());
@@ -98,7 +144,7 @@ class CmToolsEndToEndTest {
     void ucmatoseMigratesItsIdsToANewChannel() throws Exception {
         String p = Integer.toString(port());
         Run[] r = pair(Ucmatose::main, new String[] {"-b", gid("soft1"), "-p", p, "-c", "2", "-m"},
-                Ucmatose::main, new String[] {"-s", gid("soft1"), "-p", p, "-c", "2", "-m"}, "error: 8");
+                Ucmatose::main, new String[] {"-s", gid("soft1"), "-p", p, "-c", "2", "-m"}, "error: 8", at("soft1", p));
         assertEquals(0, r[1].rc(), r[1].all() + "\nserver:\n" + r[0].all());
         assertEquals(0, r[0].rc(), r[0].all());
         assertTrue(r[0].out().contains("migrating to new event channel\ncmatose: disconnecting"), r[0].out());
