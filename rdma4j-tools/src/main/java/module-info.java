@@ -8,6 +8,8 @@ module org.rdma4j.tools {
     requires transitive org.rdma4j.verbs;
     // --chart: the PNG is drawn with java.awt (headless) and written with javax.imageio.
     requires java.desktop;
+    // impair: netlink (nfnetlink_queue) and raw sockets through the one libc binding.
+    requires org.rdma4j.libc;
 
     exports org.rdma4j.tools;
 

@@ -24,8 +24,8 @@ final class Completer {
 
     /**
      * Where go-back-N recovery stands (docs/roce.md, "Loss recovery"). rxe keeps one flag for this,
-     * comp.started_retry; {@link #resendFrom} and {@link #staleNaks} are what lets a sequence NAK start
-     * the next resend at once instead of leaving it to the retransmit timer.
+     * comp.started_retry; {@link #resendFrom} is what lets a sequence NAK start the next resend at once
+     * instead of leaving it to the retransmit timer.
      */
     enum Recovery {
         /** No resend under way: a sequence NAK, an implied NAK or the retransmit timer starts one. */
@@ -41,8 +41,10 @@ final class Completer {
     private enum Cause {
         /** The retransmit timer expired with no response since it was armed. */
         TIMEOUT,
-        /** A PSN sequence-error NAK. */
+        /** A PSN sequence-error NAK: the first for its gap, as far as we know. */
         SEQ_NAK,
+        /** The responder's NAK again, for an AckReq packet of the current resend: its start was lost. */
+        REPEATED_NAK,
         /** A response that reveals a lost READ response or atomic acknowledgement (rxe check_psn). */
         IMPLIED_NAK
     }
@@ -50,12 +52,6 @@ final class Completer {
     Recovery recovery = Recovery.IDLE;
     /** PSN the current resend started at (comp.psn when it began); meaningful while RESENDING. */
     int resendFrom;
-    /**
-     * Sequence NAKs at {@link #resendFrom} still expected as answers to AckReq packets sent before the
-     * current resend began (the responder repeats its NAK for each, {@link Responder}): they say nothing
-     * about the resend, so they are absorbed; one more means the resend's first packet was lost too.
-     */
-    int staleNaks;
 
     /** An atomic's original value on its way to the requester's SGEs. */
     private final MemorySegment orig = Arena.ofAuto().allocate(8, 8);
@@ -76,7 +72,18 @@ final class Completer {
         retryCnt = qp.retryCnt;
         rnrRetry = qp.rnrRetry;
         recovery = Recovery.IDLE;
-        staleNaks = 0;
+    }
+
+    /**
+     * @return the oldest uncompleted WQE if go-back-N rewound it (a SEND or WRITE in RETRY or REWOUND,
+     *         with the PSNs of its earlier pass), else null
+     */
+    private SendWqe rewound() {
+        if (qp.compIdx == qp.sqHead) {
+            return null;
+        }
+        SendWqe w = qp.slot(qp.compIdx);
+        return (w.state == SendWqe.RETRY || w.state == SendWqe.REWOUND) && !w.opcode.isReadOrAtomic() ? w : null;
     }
 
     /** @return the oldest WQE the requester has started and not completed, or null */
@@ -101,7 +108,16 @@ final class Completer {
         // anyway makes rxe restart that READ response from the top each time: with 8 MiB reads under
         // a slow link the retries outran the replies and the READ never completed.
         qp.progressSinceArm = true;
+        boolean resending = recovery == Recovery.RESENDING;
+        int from = resendFrom;
         process(p);
+        if (resending && recovery == Recovery.IDLE && (p.opcode & 0x1F) == Opcodes.ACKNOWLEDGE
+                && Psn.compare(p.psn, Psn.add(from, Math.max(1, Requester.RESEND_BUDGET) - 1)) > 0
+                && Psn.compare(qp.requester.highWater, qp.requester.psn) > 0 && outstanding() != null) {
+            // The ACK that ended a resend acknowledges more than the resend sent: the responder held what
+            // followed the gap. What was sent before the rewind is held or on its way: go on after it.
+            skipTo(qp.requester.highWater);
+        }
         qp.requester.run();
     }
 
@@ -109,23 +125,36 @@ final class Completer {
         for (;;) {
             SendWqe w = outstanding();
             if (w == null) {
+                SendWqe r = rewound();
+                if (r != null && (p.opcode & 0x1F) == Opcodes.ACKNOWLEDGE
+                        && (p.syndrome & Aeth.TYPE_MASK) == Aeth.TYPE_ACK && Psn.compare(p.psn, psn) >= 0) {
+                    // An ACK for a SEND/WRITE that go-back-N rewound: the responder holds what it acknowledges.
+                    if (Psn.compare(p.psn, r.lastPsn) >= 0) {
+                        complete(r);
+                        continue;
+                    }
+                    psn = Psn.add(p.psn, 1);
+                    progress(); // and the resend skips what is acknowledged
+                }
                 return; // nothing outstanding: a stray or duplicate response
             }
             boolean readOrAtomic = w.opcode.isReadOrAtomic();
             // rxe check_psn
             int diff = Psn.compare(p.psn, w.lastPsn);
             if (diff > 0) {
-                if (w.state == SendWqe.PENDING) {
-                    if (readOrAtomic) {
+                if (readOrAtomic) {
+                    if (w.state == SendWqe.PENDING) {
                         // A response beyond a read/atomic means its own response was lost.
                         retry(Cause.IMPLIED_NAK);
-                        return;
                     }
-                    // A coalesced ACK covers this SEND/WRITE: complete it and look at the next.
-                    complete(w);
-                    continue;
+                    return;
                 }
-                return;
+                // A coalesced ACK covers this SEND/WRITE: complete it and look at the next. rxe completes
+                // only a PENDING WQE here (check_psn); one that a resend is sending again is complete as
+                // well: the responder has all of it (it held what followed a gap), and the resend waits
+                // for this answer before it goes on (Requester.RESEND_BUDGET).
+                complete(w);
+                continue;
             }
             diff = Psn.compare(p.psn, psn);
             if (diff < 0) {
@@ -267,6 +296,11 @@ final class Completer {
     private void progress() {
         resetRetryCounters();
         qp.progressSinceArm = true;
+        if (Psn.compare(psn, qp.requester.psn) > 0 && outstanding() != null) {
+            // A resend is behind what the responder has now acknowledged (it held the packets that
+            // followed the gap): go on from there instead of sending them again.
+            goBackN();
+        }
     }
 
     private void complete(SendWqe w) {
@@ -300,9 +334,9 @@ final class Completer {
      * fires, so a second loss inside one resend of a long message waited for the retransmit timer. Here
      * a NAK whose PSN is past the resend's start shows that the resend got that far and was lost again:
      * that is progress (the retry budget is reset, as any progress resets it) and the next resend starts
-     * at once. A NAK at the resend's start is an answer to an AckReq packet sent before the resend
-     * ({@link #staleNaks} of them are expected and absorbed) or, beyond those, means the resend's first
-     * packet was lost too: then the next resend starts at once, and counts as a retry without progress.
+     * at once. A NAK at the resend's start is the responder's answer to an AckReq packet of the resend
+     * itself ({@link Responder} repeats its NAK only for those): the resend's first packet was lost too,
+     * so the next resend starts at once, and counts as a retry without progress.
      */
     private void sequenceNak(int nakPsn, SendWqe w) {
         if (Psn.compare(nakPsn, psn) > 0 && !w.opcode.isReadOrAtomic()) {
@@ -312,8 +346,8 @@ final class Completer {
         if (recovery == Recovery.RESENDING) {
             if (Psn.compare(psn, resendFrom) > 0) {
                 resetRetryCounters();
-            } else if (staleNaks > 0) {
-                staleNaks--;
+            } else {
+                retry(Cause.REPEATED_NAK);
                 return;
             }
         }
@@ -352,11 +386,6 @@ final class Completer {
             qp.device.count(cause == Cause.TIMEOUT ? SoftCounter.RETRY_TIMEOUTS : SoftCounter.RETRY_NAKS);
             recovery = Recovery.RESENDING;
             resendFrom = psn;
-            // After a timeout nothing sent before is still on its way (no response came for a whole
-            // timeout). After a NAK, the AckReq packets sent past the NAK's PSN are: each will be answered
-            // with this NAK again. The packet right after the gap is most likely the one whose arrival
-            // caused the NAK we act on, so it is not counted.
-            staleNaks = cause == Cause.TIMEOUT ? 0 : qp.requester.ackReqsAfter(Psn.add(psn, 1));
             goBackN();
             qp.retransDeadline = 0;
             qp.armRetransmit();
@@ -376,7 +405,9 @@ final class Completer {
             return; // nothing sent, or already rewound and not yet resent
         }
         qp.requester.psn = psn;
-        qp.requester.newPass();
+        if (recovery == Recovery.RESENDING) {
+            resendFrom = psn; // the resend's budget counts from where it starts now (an RNR NAK moves it)
+        }
         for (long i = qp.compIdx; i != qp.sqHead; i++) {
             SendWqe w = qp.slot(i);
             if (w.state == SendWqe.POSTED) {
@@ -398,7 +429,7 @@ final class Completer {
                 }
                 w.state = SendWqe.RETRY;
             } else {
-                w.state = SendWqe.POSTED;
+                w.state = SendWqe.REWOUND;
                 if (w.tookCredit) {
                     w.tookCredit = false;
                     qp.requester.rdAtomicAvail++;
@@ -406,5 +437,54 @@ final class Completer {
             }
         }
         qp.reqIdx = qp.compIdx;
+    }
+
+    /**
+     * Puts the requester back at PSN {@code to}, past comp.psn but not past the highest PSN it ever sent:
+     * the WQEs before {@code to} were sent whole before a rewind and wait for their acknowledgements
+     * again, the one that holds {@code to} goes on from there. For a responder that holds what follows a
+     * gap (docs/roce.md, "Loss recovery"), so that what it holds or what is still on its way is not sent
+     * again.
+     */
+    private void skipTo(int to) {
+        long i = qp.compIdx;
+        for (; i != qp.sqHead; i++) {
+            SendWqe w = qp.slot(i);
+            int st = w.state;
+            if (st != SendWqe.REWOUND && st != SendWqe.RETRY && st != SendWqe.PROCESSING && st != SendWqe.PENDING) {
+                break; // never started: nothing past here was sent
+            }
+            if (st == SendWqe.RETRY && w.opcode == WrOpcode.RDMA_READ) {
+                return; // a partly answered READ asks for its rest first
+            }
+            if (Psn.compare(to, w.lastPsn) > 0) {
+                if (w.opcode.isReadOrAtomic() && !w.tookCredit) {
+                    if (qp.requester.rdAtomicAvail <= 0) {
+                        to = w.firstPsn; // no credit to wait for it with: it goes again from here
+                        w.state = SendWqe.REWOUND;
+                        break;
+                    }
+                    qp.requester.rdAtomicAvail--;
+                    w.tookCredit = true;
+                }
+                w.state = SendWqe.PENDING;
+                continue;
+            }
+            if (w.opcode.isReadOrAtomic()) {
+                // a read or atomic is one request: it goes again whole
+                if (w.tookCredit) {
+                    w.tookCredit = false;
+                    qp.requester.rdAtomicAvail++;
+                }
+                w.state = SendWqe.REWOUND;
+                to = w.firstPsn;
+                break;
+            }
+            w.sent = (long) Psn.compare(to, w.firstPsn) * qp.payloadMax();
+            w.state = SendWqe.PROCESSING;
+            break;
+        }
+        qp.reqIdx = i;
+        qp.requester.psn = to;
     }
 }
