@@ -18,7 +18,8 @@ import org.rdma4j.verbs.WcStatus;
 /**
  * Executes incoming requests (rxe_resp.c): PSN and opcode-sequence checks, QP and MR access checks,
  * receive WQE consumption with RNR NAKs, data placement, RDMA READ responses, atomics, duplicate
- * detection with read replay and the atomic result cache, and the ACK policy. Error classes follow
+ * detection with read replay and the atomic result cache, the ACK policy, and (unlike rxe) holding
+ * requests that arrive past a gap until it fills (docs/roce.md, "Loss recovery"). Error classes follow
  * IBA 9.9.2 as rxe implements them (see {@link #fail}). Engine lock held for every call.
  */
 final class Responder {
