@@ -6,8 +6,12 @@
  */
 module org.rdma4j.tools {
     requires transitive org.rdma4j.verbs;
+    // RoceLinks: the links-file format `link` edits and the soft provider reads.
+    requires org.rdma4j.common;
     // --chart: the PNG is drawn with java.awt (headless) and written with javax.imageio.
     requires java.desktop;
+    // TCP keepalive timing on the perftest exchange (a vanished peer host ends a wait).
+    requires jdk.net;
     // impair: netlink (nfnetlink_queue) and raw sockets through the one libc binding.
     requires org.rdma4j.libc;
 

@@ -128,8 +128,11 @@ final class BouncePool {
             return false;
         }
         long len = size[s];
-        if (copyOut && len > 0 && orig[s] != null) {
-            MemorySegment.copy(pool, addr - BASE, orig[s], 0, len);
+        MemorySegment o = orig[s];
+        // the original's arena may have been closed under the mapping: nothing is copied back then (the
+        // slots are freed all the same)
+        if (copyOut && len > 0 && o != null && o.scope().isAlive() && o.isAccessibleBy(Thread.currentThread())) {
+            MemorySegment.copy(pool, addr - BASE, o, 0, len);
         }
         long n = Math.max(1, (len + SLOT_SIZE - 1) >>> SLOT_SHIFT);
         for (int k = 0; k < n; k++) {

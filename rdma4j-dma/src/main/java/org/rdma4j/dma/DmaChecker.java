@@ -325,6 +325,16 @@ public final class DmaChecker {
                 + "transmission (checksum at post differs from the one at transmission)", postedAt);
     }
 
+    /**
+     * Reports a device access that faulted because the memory was gone or out of the device's reach: its
+     * arena closed under a live registration or mapping, or a confined segment.
+     *
+     * @param what the access and the reason
+     */
+    public void unreachableMemory(String what) {
+        report(DmaReport.Kind.ACCESS_TO_UNREACHABLE_MEMORY, what, (Throwable) null);
+    }
+
     /** @param s memory @param off start @param len bytes @param crc accumulator to update */
     public static void checksum(MemorySegment s, long off, long len, java.util.zip.CRC32C crc) {
         if (len > 0) {

@@ -39,7 +39,13 @@ public record DmaReport(Kind kind, String message, Throwable mappedAt, Throwable
         /** A device access through a memory region after it was deregistered. */
         ACCESS_AFTER_DEREGISTRATION,
         /** A send buffer the CPU changed between post and transmission. */
-        SEND_BUFFER_CHANGED
+        SEND_BUFFER_CHANGED,
+        /**
+         * A device access to memory it may no longer (or never could) touch from its threads: the arena of a
+         * registered or mapped segment was closed, or the segment is confined to another thread. The access
+         * faulted (an error completion); no byte was read or written.
+         */
+        ACCESS_TO_UNREACHABLE_MEMORY
     }
 
     @Override

@@ -98,9 +98,39 @@ public final class DmaSpace {
         return virtual && !cpu.isNative() ? cpu.heapBase().orElse(null) : null;
     }
 
+    /** A thread no segment is confined to: asks whether a segment may be touched by threads other than its maker. */
+    private static final Thread ANY_OTHER_THREAD = Thread.ofPlatform().unstarted(() -> { });
+
+    /**
+     * Why the device cannot use a segment, or null if it can. The device reaches memory from threads of
+     * its own (the timer agent, RoCE receive agents) and from whichever thread drives its peer in process,
+     * so a segment of a confined arena, which only its owner thread may touch, would fail there with
+     * WrongThreadException; and a closed arena's memory is gone.
+     *
+     * @param segment native memory about to be registered or mapped
+     * @return the reason, or null
+     */
+    public static String unusable(MemorySegment segment) {
+        if (!segment.scope().isAlive()) {
+            return "its arena is already closed";
+        }
+        if (!segment.isAccessibleBy(ANY_OTHER_THREAD)) {
+            return "it belongs to a confined arena (Arena.ofConfined()), which only the thread that made it may"
+                    + " touch, and the device reaches memory from its own threads (timer, RoCE receive) and from"
+                    + " the threads that drive its peers; allocate memory for RDMA from Arena.ofShared(),"
+                    + " Arena.ofAuto() or Arena.global()";
+        }
+        return null;
+    }
+
     synchronized long map(Object owner, MemorySegment cpu, DmaDirection dir) {
         if (dir == null) {
             throw new IllegalArgumentException("direction is null");
+        }
+        String why = cpu.isNative() ? unusable(cpu) : null;
+        if (why != null) {
+            throw new IllegalArgumentException("cannot DMA-map 0x" + Long.toHexString(cpu.address()) + "+"
+                    + cpu.byteSize() + ": " + why);
         }
         long addr;
         Object id = null;
@@ -219,9 +249,15 @@ public final class DmaSpace {
      * @param owner   the context
      * @param segment the registered native memory
      * @return the device address of its first byte
-     * @throws VerbsException EOPNOTSUPP if only bounce buffers could reach it, ENOMEM if the IOMMU window is full
+     * @throws VerbsException EINVAL if the device cannot use the segment ({@link #unusable}), EOPNOTSUPP if only
+     *                        bounce buffers could reach it, ENOMEM if the IOMMU window is full
      */
     public synchronized long mapRegion(Object owner, MemorySegment segment) {
+        String why = unusable(segment);
+        if (why != null) {
+            throw new VerbsException(Errno.EINVAL, "cannot register memory at 0x" + Long.toHexString(segment.address())
+                    + "+" + segment.byteSize() + ": " + why);
+        }
         long addr;
         switch (mode) {
             case VIRTUAL -> addr = segment.address();

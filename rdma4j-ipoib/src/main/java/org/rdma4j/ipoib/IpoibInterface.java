@@ -101,8 +101,8 @@ public final class IpoibInterface implements AutoCloseable {
         this.ud = new UdSender(res);
         this.cm = new ConnectedMode(res, ud);
         this.neighbours = new ArpNeighbours(res, ud, cm);
-        this.receiver = new IpoibReceiver(res, ud, neighbours, cm);
         this.transmitter = new IpoibTransmitter(res, ud, neighbours, cm);
+        this.receiver = new IpoibReceiver(res, ud, neighbours, cm, transmitter);
     }
 
     /**
@@ -193,8 +193,8 @@ public final class IpoibInterface implements AutoCloseable {
             disableIpv6(t.name());
             t.configure(res.mtu, res.cfg.address(), res.cfg.prefixLen());
         }
-        receiver.start(tun);
         transmitter.start(tun);
+        receiver.start(tun);
         neighbours.announce();
     }
 

@@ -28,8 +28,13 @@ import org.rdma4j.verbs.WorkCompletion;
  * bytes and an IPv4 header for RoCEv2 over IPv4, told apart by the version nibble as
  * {@code ib_get_rdma_header_version} does.
  *
- * <p>Threads: the ring and the TUN writes are this thread's alone; it takes the interface lock only through the
- * parts it calls.
+ * <p>After a batch that wrote packets to the TUN interface, this thread also sends, through
+ * {@link IpoibTransmitter#transmitFromReceiver}, the few packets the stack queued in answer inside those writes (an
+ * echo reply, TCP ACKs): Linux's stack does the same in its receive softirq, and here it saves a wake-up of the
+ * transmit thread per request and answer.
+ *
+ * <p>Threads: the ring and the TUN writes are this thread's alone; it takes the interface lock and the TUN read lock
+ * only through the parts it calls.
  */
 final class IpoibReceiver {
     /** UD receive buffers. */
@@ -37,11 +42,14 @@ final class IpoibReceiver {
     private static final int POLL_BATCH = 32;
     private static final int IDLE_WAIT_MS = 100;
     private static final long TICK_NS = 100_000_000L;
+    /** Most packets sent from this thread after a batch of TUN writes (the transmit thread sends the rest). */
+    private static final int TRANSMIT_AFTER_WRITES = 4;
 
     private final IpoibResources res;
     private final UdSender ud;
     private final ArpNeighbours neighbours;
     private final ConnectedMode cm;
+    private final IpoibTransmitter transmitter;
     private final int slotBytes;
     private final MemorySegment ring;
     /** Each receive slot (GRH area, header, UD MTU) and its DMA address. */
@@ -57,12 +65,16 @@ final class IpoibReceiver {
     private volatile boolean running;
     private Thread thread;
     private long nextTickNs;
+    /** Packets this batch wrote to the TUN interface. */
+    private int written;
 
-    IpoibReceiver(IpoibResources res, UdSender ud, ArpNeighbours neighbours, ConnectedMode cm) {
+    IpoibReceiver(IpoibResources res, UdSender ud, ArpNeighbours neighbours, ConnectedMode cm,
+                  IpoibTransmitter transmitter) {
         this.res = res;
         this.ud = ud;
         this.neighbours = neighbours;
         this.cm = cm;
+        this.transmitter = transmitter;
         int size = Ipoib.GRH_BYTES + Ipoib.HEADER_BYTES + res.udMtu;
         this.slotBytes = IpoibResources.align(size, 64);
         this.ring = res.arena.allocate((long) slotBytes * RX_RING, 4096);
@@ -135,6 +147,7 @@ final class IpoibReceiver {
                     }
                 }
                 int k = 0;
+                written = 0;
                 for (int w = 0; w < n; w++) {
                     WorkCompletion wc = wcs[w];
                     if (wc.status() == WcStatus.WR_FLUSH_ERR && !running) {
@@ -163,6 +176,10 @@ final class IpoibReceiver {
                 }
                 if (res.connected) {
                     cm.refill(running);
+                }
+                if (written > 0) {
+                    // what the stack answered inside those writes leaves now, not after a wake-up of ipoib-tx
+                    transmitter.transmitFromReceiver(TRANSMIT_AFTER_WRITES);
                 }
                 tick();
             }
@@ -225,6 +242,7 @@ final class IpoibReceiver {
             return;
         }
         if (tun.write(packet, total)) {
+            written++;
             res.count(IpoibCounter.RX_PACKETS);
             if (rc) {
                 res.count(IpoibCounter.RX_CM_PACKETS);

@@ -5,6 +5,7 @@ import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
 
 import org.rdma4j.verbs.AddressHandle;
 import org.rdma4j.verbs.QueuePair;
@@ -22,8 +23,10 @@ import org.rdma4j.verbs.QueuePair;
  *   owns until its completion; a packet that goes as a datagram instead is copied to the control ring.</li>
  * </ul>
  *
- * <p>Threads: the TUN reads are this thread's alone (it is the only one that fills the data ring, so the slot it
- * reads into stays its own without the lock); the routing and posting take the interface lock.
+ * <p>Threads: the transmit thread waits for the TUN interface outside any lock and reads under the <em>TUN read
+ * lock</em>, which the receive thread also takes, when it is free, to send at once what its own TUN writes made the
+ * stack answer ({@link #transmitFromReceiver}); the reader fills the data ring's next slot or a big buffer without the
+ * interface lock, and routes and posts with it.
  */
 final class IpoibTransmitter {
     private static final int IDLE_WAIT_MS = 100;
@@ -33,9 +36,20 @@ final class IpoibTransmitter {
     private final ArpNeighbours neighbours;
     private final ConnectedMode cm;
     private final IcmpTooBig icmp;
+    private static final int NO_ROOM = -1;
+    private static final int CLOSED = -2;
+
     private PacketPort tun;
     private volatile boolean running;
     private Thread thread;
+    /**
+     * The TUN read lock: whoever reads from the TUN interface holds it until the packet is posted, so packets leave
+     * in the order the stack queued them. The transmit thread takes it for every read; the receive thread tries it
+     * after its writes ({@link #transmitFromReceiver}). Taken before the interface lock, never after.
+     */
+    private final ReentrantLock readLock = new ReentrantLock();
+    /** Connected mode: the free big send buffer the next TUN read goes into, or -1 (TUN read lock). */
+    private int held = -1;
 
     IpoibTransmitter(IpoibResources res, UdSender ud, ArpNeighbours neighbours, ConnectedMode cm) {
         this.res = res;
@@ -49,8 +63,7 @@ final class IpoibTransmitter {
     void start(PacketPort port) {
         tun = port;
         running = true;
-        thread = Thread.ofPlatform().name("ipoib-tx-" + port.name()).daemon()
-                .start(res.connected ? this::runConnected : this::runDatagram);
+        thread = Thread.ofPlatform().name("ipoib-tx-" + port.name()).daemon().start(this::run);
     }
 
     /** Asks the thread to stop; it does within its idle wait. */
@@ -71,84 +84,132 @@ final class IpoibTransmitter {
         cm.reapSends();
     }
 
-    /** Datagram mode: each TUN read lands in the data ring's next slot and is posted from there. */
-    private void runDatagram() {
-        SendRing data = ud.data();
+    private void run() {
         try {
             while (running) {
-                boolean full;
-                res.lock.lock();
+                int r;
+                readLock.lock();
                 try {
-                    reap();
-                    full = data.full();
+                    r = transmitQueued(Integer.MAX_VALUE);
                 } finally {
-                    res.lock.unlock();
+                    readLock.unlock();
                 }
-                if (full) {
+                if (r == CLOSED) {
+                    break;
+                }
+                if (r == NO_ROOM) {
                     waitForSendRoom();
-                    continue;
-                }
-                // only this thread posts to the data ring, so its next slot stays ours until we post it
-                int n = tun.read(data.nextPayload(), IDLE_WAIT_MS);
-                if (n < 0) {
-                    return;
-                }
-                if (n > 0) {
-                    route(data.memory(), data.offset(), n, -1);
+                } else if (r == 0) {
+                    tun.awaitReadable(IDLE_WAIT_MS);
                 }
             }
         } catch (IOException | RuntimeException e) {
             if (running) {
                 res.log.accept("ipoib: transmit thread stopped: " + e);
+            }
+        }
+        readLock.lock();
+        try {
+            if (held >= 0) {
+                res.lock.lock();
+                try {
+                    cm.returnTxBuffer(held);
+                } finally {
+                    res.lock.unlock();
+                }
+                held = -1;
+            }
+        } finally {
+            readLock.unlock();
+        }
+    }
+
+    /**
+     * Sends what the stack queued on the TUN interface as a consequence of packets the receive thread just wrote to
+     * it (an echo reply, TCP's ACKs and the segments they release are made inside that write): at most
+     * {@code max} packets, from the receive thread, so a request and its answer cost no wake-up of the transmit
+     * thread. Does nothing when the transmit thread is reading.
+     *
+     * @param max most packets to send
+     * @throws IOException on a TUN read error
+     */
+    void transmitFromReceiver(int max) throws IOException {
+        if (running && readLock.tryLock()) {
+            try {
+                transmitQueued(max);
+            } finally {
+                readLock.unlock();
             }
         }
     }
 
     /**
-     * Connected mode: each TUN read lands in a free big buffer (up to the 64 KiB MTU), which an RC send then owns
-     * until its completion; packets that go as datagrams are copied to the control ring.
+     * Reads packets from the TUN queue without waiting and routes each, until the queue is empty, there is no send
+     * buffer, or {@code max} were sent (TUN read lock held). Datagram mode: each read lands in the data ring's next
+     * slot, posted from there. Connected mode: each lands in a free big buffer ({@link #held}), which an RC send then
+     * owns until its completion; a packet that goes as a datagram is copied to the control ring and the buffer kept.
+     * Send completions are reaped only when no buffer is free, or by the receive thread's timer: an empty poll of a
+     * CQ would make the device take this thread for a busy poller and its receive agent step back.
+     *
+     * @return how many packets were read, or {@link #NO_ROOM} (none read: no free buffer), or {@link #CLOSED}
      */
-    private void runConnected() {
-        int held = -1;
-        try {
-            while (running) {
+    private int transmitQueued(int max) throws IOException {
+        SendRing data = ud.data();
+        int k = 0;
+        while (k < max) {
+            MemorySegment into;
+            if (res.connected) {
                 if (held < 0) {
                     res.lock.lock();
                     try {
-                        reap();
                         held = cm.takeTxBuffer();
+                        if (held < 0) {
+                            reap();
+                            held = cm.takeTxBuffer();
+                        }
                     } finally {
                         res.lock.unlock();
                     }
                     if (held < 0) {
-                        waitForSendRoom();
-                        continue;
+                        return k > 0 ? k : NO_ROOM;
                     }
                 }
-                int n = tun.read(cm.txPayload(held), IDLE_WAIT_MS);
-                if (n < 0) {
-                    break;
+                into = cm.txPayload(held);
+            } else {
+                if (data.full()) {
+                    res.lock.lock();
+                    try {
+                        reap();
+                    } finally {
+                        res.lock.unlock();
+                    }
+                    if (data.full()) {
+                        return k > 0 ? k : NO_ROOM;
+                    }
                 }
-                if (n > 0 && route(cm.txMemory(), cm.txOffset(held), n, held)) {
+                // only the holder of the TUN read lock posts to the data ring: its next slot stays ours until posted
+                into = data.nextPayload();
+            }
+            int n = tun.read(into, 0);
+            if (n < 0) {
+                return CLOSED;
+            }
+            if (n == 0) {
+                return k;
+            }
+            k++;
+            if (res.connected) {
+                if (route(cm.txMemory(), cm.txOffset(held), n, held)) {
                     held = -1; // an RC send owns it now
                 }
-            }
-        } catch (IOException | RuntimeException e) {
-            if (running) {
-                res.log.accept("ipoib: transmit thread stopped: " + e);
+            } else {
+                route(data.memory(), data.offset(), n, -1);
             }
         }
-        if (held >= 0) {
-            res.lock.lock();
-            try {
-                cm.returnTxBuffer(held);
-            } finally {
-                res.lock.unlock();
-            }
-        }
+        return k;
     }
 
-    /** Bounded wait for a signalled completion to free send slots; drops nothing (TUN queues meanwhile). */
+    /** Bounded wait for a signalled completion to free send buffers; drops nothing (TUN queues meanwhile). */
     private void waitForSendRoom() {
         for (int spins = 0; spins < 1_000 && running; spins++) {
             res.lock.lock();

@@ -6,7 +6,9 @@ import java.lang.foreign.MemorySegment;
 
 /**
  * Where an {@link IpoibInterface} exchanges IP packets with the host's IP stack: a {@link TunDevice} in the
- * daemon; an in-memory port in tests that need no root. One reader thread and one writer thread use it.
+ * daemon; an in-memory port in tests that need no root. Reads are serialised by the caller (one at a time, from
+ * either data-path thread), one thread waits in {@link #awaitReadable}, one thread writes, and
+ * {@link #writeControl} may write from another.
  */
 public interface PacketPort extends AutoCloseable {
     /** @return the interface name */
@@ -21,6 +23,16 @@ public interface PacketPort extends AutoCloseable {
      * @throws IOException on a read error
      */
     int read(MemorySegment into, int timeoutMs) throws IOException;
+
+    /**
+     * Waits until a packet can be read, at most {@code timeoutMs}, without reading it: a thread waits here outside
+     * the lock under which whoever reads (this thread, or one that also writes) calls {@link #read} with timeout 0.
+     *
+     * @param timeoutMs how long to wait
+     * @return whether a packet waits (or the port was closed: the next read returns -1)
+     * @throws IOException on a wait error
+     */
+    boolean awaitReadable(int timeoutMs) throws IOException;
 
     /**
      * Hands one IP packet to the stack.

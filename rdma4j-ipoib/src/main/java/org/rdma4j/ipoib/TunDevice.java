@@ -19,8 +19,9 @@ import org.rdma4j.libc.NativeFd;
  * the up flag set with the {@code SIOCSIF*} ioctls on an AF_INET socket, as {@code ip link}/{@code ip addr}
  * would. Needs CAP_NET_ADMIN. The interface lives as long as the descriptor is open.
  *
- * <p>Threads: one reader and one writer may work at once (each has its own native scratch); the
- * descriptor is non-blocking and reads wait with {@code poll}, bounded by the caller's timeout.
+ * <p>Threads: one reader, one waiter ({@link #awaitReadable}) and one writer may work at once (each has its own
+ * native scratch), plus {@link #writeControl} from another thread; the descriptor is non-blocking and reads wait
+ * with {@code poll}, bounded by the caller's timeout.
  */
 public final class TunDevice implements PacketPort {
     /** _IOW('T', 202, int) from linux/if_tun.h. */
@@ -49,6 +50,8 @@ public final class TunDevice implements PacketPort {
     private final MemorySegment writeState = Libc.newCallState(arena);
     private final MemorySegment controlState = Libc.newCallState(arena);
     private final MemorySegment pollFd = arena.allocate(8, 8);
+    private final MemorySegment waitState = Libc.newCallState(arena);
+    private final MemorySegment waitFd = arena.allocate(8, 8);
 
     private TunDevice(int fd, String name) {
         this.fd = fd;
@@ -169,6 +172,33 @@ public final class TunDevice implements PacketPort {
         }
         try {
             return readEntered(into, timeoutMs);
+        } finally {
+            handle.exit();
+        }
+    }
+
+    /**
+     * Waits with {@code poll(POLLIN)} until a packet can be read, at most {@code timeoutMs}; a reader of its own
+     * (another thread may be in {@link #read} with timeout 0 meanwhile).
+     *
+     * @param timeoutMs how long to wait
+     * @return whether the descriptor is readable, or closed
+     * @throws IOException on a poll error other than EINTR
+     */
+    @Override
+    public boolean awaitReadable(int timeoutMs) throws IOException {
+        if (!handle.tryEnter()) {
+            return true;
+        }
+        try {
+            waitFd.set(ValueLayout.JAVA_INT, 0, fd);
+            waitFd.set(ValueLayout.JAVA_SHORT, 4, Libc.POLLIN);
+            waitFd.set(ValueLayout.JAVA_SHORT, 6, (short) 0);
+            int r = Libc.poll(waitState, waitFd, 1, timeoutMs);
+            if (r < 0 && Libc.errno(waitState) != Errors.EINTR) {
+                throw new IOException("poll(" + name + ") failed: " + Errors.describe(Libc.errno(waitState)));
+            }
+            return r > 0 || handle.isClosed();
         } finally {
             handle.exit();
         }

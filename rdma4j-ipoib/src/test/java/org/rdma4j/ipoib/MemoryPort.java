@@ -3,7 +3,9 @@ package org.rdma4j.ipoib;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.concurrent.BlockingDeque;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingDeque;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
@@ -11,7 +13,7 @@ import java.util.concurrent.TimeUnit;
 final class MemoryPort implements PacketPort {
     private final String name;
     /** Packets the "stack" sends out through the interface. */
-    final BlockingQueue<byte[]> toInterface = new LinkedBlockingQueue<>();
+    final BlockingDeque<byte[]> toInterface = new LinkedBlockingDeque<>();
     /** Packets the interface delivered to the "stack". */
     final BlockingQueue<byte[]> fromInterface = new LinkedBlockingQueue<>();
     private volatile boolean closed;
@@ -40,6 +42,24 @@ final class MemoryPort implements PacketPort {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return -1;
+        }
+    }
+
+    @Override
+    public boolean awaitReadable(int timeoutMs) {
+        if (closed || !toInterface.isEmpty()) {
+            return true;
+        }
+        try {
+            byte[] p = toInterface.poll(timeoutMs, TimeUnit.MILLISECONDS);
+            if (p == null) {
+                return closed;
+            }
+            toInterface.putFirst(p); // back in front: awaiting does not take it
+            return true;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return true;
         }
     }
 

@@ -143,6 +143,14 @@ public final class Libc {
     public static final long MAP_FAILED = -1L;
     /** getrlimit resource: bytes of memory that may be locked (pinned). */
     public static final int RLIMIT_MEMLOCK = 8;
+    /** dlopen: resolve every symbol at load time. */
+    public static final int RTLD_NOW = 2;
+    /** dlopen: the library's symbols do not satisfy other libraries' references. */
+    public static final int RTLD_LOCAL = 0;
+    /** eventfd: non-blocking (O_NONBLOCK). */
+    public static final int EFD_NONBLOCK = 0x800;
+    /** eventfd: close on exec (O_CLOEXEC). */
+    public static final int EFD_CLOEXEC = 0x80000;
     /** setns: a network namespace. */
     public static final int CLONE_NEWNET = 0x40000000;
 
@@ -189,10 +197,16 @@ public final class Libc {
     private static final MethodHandle MUNMAP = bind("munmap", FunctionDescriptor.of(I, L, L));
     private static final MethodHandle GETRLIMIT = bind("getrlimit", FunctionDescriptor.of(I, I, P));
     private static final MethodHandle SETNS = bind("setns", FunctionDescriptor.of(I, I, I));
+    private static final MethodHandle EVENTFD = bind("eventfd", FunctionDescriptor.of(I, I, I));
     // fcntl, open and ioctl are variadic: the third argument is passed as a variadic one, as C would
     private static final MethodHandle FCNTL = bindVariadic("fcntl", FunctionDescriptor.of(I, I, I, I));
     private static final MethodHandle OPEN = bindVariadic("open", FunctionDescriptor.of(I, P, I, I));
     private static final MethodHandle IOCTL = bindVariadic("ioctl", FunctionDescriptor.of(I, I, L, P));
+    // the dynamic loader (in libc.so.6 since glibc 2.34); dlerror() reports its errors, not errno
+    private static final MethodHandle DLOPEN = LINKER.downcallHandle(find("dlopen"), FunctionDescriptor.of(P, P, I));
+    private static final MethodHandle DLSYM = LINKER.downcallHandle(find("dlsym"), FunctionDescriptor.of(P, P, P));
+    private static final MethodHandle DLVSYM = LINKER.downcallHandle(find("dlvsym"), FunctionDescriptor.of(P, P, P, P));
+    private static final MethodHandle DLERROR = LINKER.downcallHandle(find("dlerror"), FunctionDescriptor.of(P));
     private static final MethodHandle STRERROR = LINKER.downcallHandle(find("strerror"), FunctionDescriptor.of(P, I));
 
     private Libc() {
@@ -624,6 +638,80 @@ public final class Libc {
     public static int setns(MemorySegment st, int fd, int nstype) {
         try {
             return (int) SETNS.invokeExact(st, fd, nstype);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * A counter descriptor to wake a thread waiting in {@link #poll} (eventfd(2)): writing 8 bytes makes it
+     * readable.
+     *
+     * @param st call state
+     * @param initval the initial count
+     * @param flags {@link #EFD_NONBLOCK} | {@link #EFD_CLOEXEC}
+     * @return the descriptor, or -1 with errno
+     */
+    public static int eventfd(MemorySegment st, int initval, int flags) {
+        try {
+            return (int) EVENTFD.invokeExact(st, initval, flags);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * Loads a shared library (dlopen(3)); it stays loaded for the life of the process.
+     *
+     * @param soname e.g. {@code libibverbs.so.1}, found on the loader's search path
+     * @param flags  {@link #RTLD_NOW} | {@link #RTLD_LOCAL}
+     * @return the handle, or {@link MemorySegment#NULL} (then {@link #dlerror()} says why)
+     */
+    public static MemorySegment dlopen(String soname, int flags) {
+        try (Arena a = Arena.ofConfined()) {
+            return (MemorySegment) DLOPEN.invokeExact(a.allocateFrom(soname), flags);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * The default version of a symbol (dlsym(3)): what a program linked today would call.
+     *
+     * @param handle a {@link #dlopen} handle
+     * @param name   the symbol
+     * @return its address, or {@link MemorySegment#NULL}
+     */
+    public static MemorySegment dlsym(MemorySegment handle, String name) {
+        try (Arena a = Arena.ofConfined()) {
+            return (MemorySegment) DLSYM.invokeExact(handle, a.allocateFrom(name));
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * One version of a symbol (dlvsym(3), a GNU extension): the ABI of a versioned library such as
+     * libibverbs is pinned by asking for the version node a binding was written for.
+     *
+     * @param handle  a {@link #dlopen} handle
+     * @param name    the symbol
+     * @param version the version node, e.g. {@code IBVERBS_1.1}
+     * @return its address, or {@link MemorySegment#NULL} when the library has no such symbol version
+     */
+    public static MemorySegment dlvsym(MemorySegment handle, String name, String version) {
+        try (Arena a = Arena.ofConfined()) {
+            return (MemorySegment) DLVSYM.invokeExact(handle, a.allocateFrom(name), a.allocateFrom(version));
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** @return the dynamic loader's message for its last failure on this thread, or null */
+    public static String dlerror() {
+        try {
+            MemorySegment p = (MemorySegment) DLERROR.invokeExact();
+            return p.equals(MemorySegment.NULL) ? null : p.reinterpret(4096).getString(0);
         } catch (Throwable t) {
             throw rethrow(t);
         }

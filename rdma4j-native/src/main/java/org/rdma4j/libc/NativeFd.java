@@ -3,11 +3,10 @@ package org.rdma4j.libc;
 
 import java.lang.foreign.Arena;
 import java.nio.channels.ClosedChannelException;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.IntConsumer;
 
 /**
- * A file descriptor with a use count, so that it is never closed while a call is inside it. A closed
+ * A file descriptor with a use count ({@link UseCount}), so that it is never closed while a call is inside it. A closed
  * descriptor number is reused by the next {@code open}/{@code socket} of any thread: a call still
  * running on the old number would then read, write or poll someone else's file. Every call on the
  * descriptor is bracketed by {@link #enter()} and {@link #exit()}; {@link #close} marks the descriptor
@@ -26,13 +25,11 @@ import java.util.function.IntConsumer;
  * Thread-safe: any number of threads may be inside at once, and any thread may close.
  */
 public final class NativeFd {
-    private static final int CLOSED = Integer.MIN_VALUE;
     /** How long {@link #close()} waits for calls in progress by default. */
     public static final long DEFAULT_CLOSE_WAIT_NS = 10_000_000_000L;
 
     private final int fd;
-    /** Calls in progress; the sign bit is set once {@link #close} started. */
-    private final AtomicInteger users = new AtomicInteger();
+    private final UseCount users = new UseCount();
 
     /**
      * @param fd an open descriptor this object now owns
@@ -68,21 +65,17 @@ public final class NativeFd {
      * @return true if entered (then {@link #exit()} must follow), false if closed
      */
     public boolean tryEnter() {
-        if (users.getAndIncrement() < 0) {
-            users.getAndDecrement();
-            return false;
-        }
-        return true;
+        return users.tryEnter();
     }
 
     /** Ends a call started with {@link #enter()} or a successful {@link #tryEnter()}. */
     public void exit() {
-        users.getAndDecrement();
+        users.exit();
     }
 
     /** @return true once {@link #close} has started (calls in progress may still be returning) */
     public boolean isClosed() {
-        return users.get() < 0;
+        return users.isClosed();
     }
 
     /**
@@ -108,23 +101,14 @@ public final class NativeFd {
      *     touch (its scratch segments) alive as well
      */
     public boolean close(IntConsumer wake, long waitNs) {
-        int before;
-        do {
-            before = users.get();
-            if (before < 0) {
-                return false;
-            }
-        } while (!users.compareAndSet(before, before + CLOSED));
+        if (!users.beginClose()) {
+            return false;
+        }
         if (wake != null) {
             wake.accept(fd);
         }
-        long deadline = System.nanoTime() + waitNs;
-        while (users.get() != CLOSED) {
-            if (System.nanoTime() - deadline > 0) {
-                return false;
-            }
-            Thread.onSpinWait();
-            Thread.yield();
+        if (!users.awaitIdle(waitNs)) {
+            return false;
         }
         try (Arena a = Arena.ofConfined()) {
             // close(2) releases the descriptor even when it reports an error (EINTR, EIO): never retry

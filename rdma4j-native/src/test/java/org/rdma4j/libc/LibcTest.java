@@ -67,4 +67,17 @@ class LibcTest {
             assertEquals(0, Libc.munmap(st, p, 8192));
         }
     }
+
+    @Test
+    void dynamicLoaderFindsVersionedSymbols() {
+        MemorySegment libc = Libc.dlopen("libc.so.6", Libc.RTLD_NOW | Libc.RTLD_LOCAL);
+        assertNotEquals(MemorySegment.NULL, libc, Libc.dlerror());
+        MemorySegment def = Libc.dlsym(libc, "poll");
+        assertNotEquals(MemorySegment.NULL, def);
+        assertEquals(def, Libc.dlvsym(libc, "poll", "GLIBC_2.2.5"), "x86_64's first glibc version node");
+        assertEquals(MemorySegment.NULL, Libc.dlvsym(libc, "poll", "NO_SUCH_VERSION_1.0"));
+        assertTrue(Libc.dlerror() != null, "the loader says why");
+        assertEquals(MemorySegment.NULL, Libc.dlopen("libdoes-not-exist.so.7", Libc.RTLD_NOW));
+        assertTrue(Libc.dlerror().contains("libdoes-not-exist.so.7"));
+    }
 }

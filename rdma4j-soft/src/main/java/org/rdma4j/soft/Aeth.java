@@ -1,32 +1,28 @@
 // SPDX-License-Identifier: Apache-2.0
 package org.rdma4j.soft;
 
-/** AETH syndromes (IBA 9.7.5.1, table 47) and the RNR NAK timer table (IBA table 45). */
+/**
+ * The engine's names for AETH syndromes, which are {@link org.rdma4j.wire.Aeth}'s (one vocabulary: whole
+ * syndromes named as rxe_hdr.h names them, and the RNR timer table). Aliases kept while the engine's roles
+ * move onto the wire class directly; the retransmit timeout is a QP timer, not an AETH field.
+ */
 final class Aeth {
-    /** ACK with "invalid credit count": rxe always sends 0x1F credits. */
-    static final int ACK_UNLIMITED = 0x1F;
-    static final int TYPE_MASK = 0xE0;
-    static final int TYPE_ACK = 0x00;
-    static final int TYPE_RNR_NAK = 0x20;
-    static final int TYPE_NAK = 0x60;
-    static final int NAK_PSN_SEQ_ERROR = 0x60;
-    static final int NAK_INVALID_REQ = 0x61;
-    static final int NAK_REM_ACC_ERR = 0x62;
-    static final int NAK_REM_OP_ERR = 0x63;
-
-    /** RNR NAK timer codes 0..31 in microseconds (IBA table 45; rxe's rnrnak_usec). */
-    private static final long[] RNR_USEC = {
-        655_360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1_280, 1_920,
-        2_560, 3_840, 5_120, 7_680, 10_240, 15_360, 20_480, 30_720, 40_960, 61_440, 81_920, 122_880,
-        163_840, 245_760, 327_680, 491_520,
-    };
+    static final int ACK_UNLIMITED = org.rdma4j.wire.Aeth.ACK_UNLIMITED;
+    static final int TYPE_MASK = org.rdma4j.wire.Aeth.TYPE_MASK;
+    static final int TYPE_ACK = org.rdma4j.wire.Aeth.TYPE_ACK;
+    static final int TYPE_RNR_NAK = org.rdma4j.wire.Aeth.TYPE_RNR_NAK;
+    static final int TYPE_NAK = org.rdma4j.wire.Aeth.TYPE_NAK;
+    static final int NAK_PSN_SEQ_ERROR = org.rdma4j.wire.Aeth.NAK_PSN_SEQ_ERROR;
+    static final int NAK_INVALID_REQ = org.rdma4j.wire.Aeth.NAK_INVALID_REQ;
+    static final int NAK_REM_ACC_ERR = org.rdma4j.wire.Aeth.NAK_REM_ACC_ERR;
+    static final int NAK_REM_OP_ERR = org.rdma4j.wire.Aeth.NAK_REM_OP_ERR;
 
     private Aeth() {
     }
 
-    /** @return the RNR delay for a 5-bit timer code, in nanoseconds */
+    /** @return the RNR delay for a 5-bit timer code, in nanoseconds (IBA table 45) */
     static long rnrDelayNs(int code) {
-        return RNR_USEC[code & 0x1F] * 1_000L;
+        return org.rdma4j.wire.Aeth.rnrTimerNs(code);
     }
 
     /**

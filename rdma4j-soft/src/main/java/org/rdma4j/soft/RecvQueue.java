@@ -38,21 +38,31 @@ final class RecvQueue {
         buf = new MemorySegment[n][maxSge];
     }
 
-    /** @return null if posted, else the reason (rxe post_one_recv) */
-    synchronized Errno post(RecvWorkRequest wr) {
+    /**
+     * Copies a receive WQE in (rxe post_one_recv).
+     *
+     * @param owner the QP or SRQ, named in the refusal's message
+     * @return whether it was posted; if not, the request's postError and message say why
+     */
+    synchronized boolean post(RecvWorkRequest wr, SoftResource owner) {
         int n = wr.numSge();
         if (n > maxSge) {
-            return Errno.EINVAL;
+            wr.postError(Errno.EINVAL, "num_sge " + n + " exceeds max_recv_sge " + maxSge + " of " + owner.describe()
+                    + " (ask for more when creating it)");
+            return false;
         }
         long p = idx.producer();
         if (p - idx.consumer() >= capacity) {
-            return Errno.ENOMEM;
+            wr.postError(Errno.ENOMEM, fullMessage(owner));
+            return false;
         }
         int slot = (int) p & mask;
         for (int i = 0; i < n; i++) {
             ScatterGatherEntry s = wr.sge(i);
             if (s.length() < 0) {
-                return Errno.EINVAL;
+                wr.postError(Errno.EINVAL, "sge[" + i + "] has length " + s.length() + " (lengths are unsigned"
+                        + " 32-bit in verbs; rdma4j takes 0.." + Integer.MAX_VALUE + ")");
+                return false;
             }
             addr[slot][i] = s.addr();
             len[slot][i] = s.length();
@@ -65,7 +75,20 @@ final class RecvQueue {
         numSge[slot] = n;
         wrId[slot] = wr.wrId();
         idx.producer(p + 1);
-        return null;
+        wr.postError(null, null);
+        return true;
+    }
+
+    /** The full-queue sentence, made once (a full queue may be hit in a loop). */
+    private String fullMessage;
+
+    private String fullMessage(SoftResource owner) {
+        String m = fullMessage;
+        if (m == null) {
+            m = fullMessage = "receive queue of " + owner.describe() + " is full (" + capacity
+                    + " receives posted and not yet consumed): wait for receive completions before posting more";
+        }
+        return m;
     }
 
     boolean isEmpty() {

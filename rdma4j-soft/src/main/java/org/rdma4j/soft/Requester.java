@@ -130,6 +130,11 @@ final class Requester {
         }
         if (!w.inline && qp.device.dma.checker() != null && !w.opcode.isReadOrAtomic()) {
             // DMA checker: checksum the payload now, compare when it is transmitted.
+            if (!w.sgl.reachable(0, w.length)) {
+                w.sgl.unreachable(w.opcode + " wr_id " + w.wrId + " on " + qp.describe() + " reads memory that is gone");
+                fail(w, WcStatus.LOC_PROT_ERR);
+                return false;
+            }
             w.postCrc = w.sgl.checksum(0, w.length);
             w.postedAt = new Throwable("posted");
         }
@@ -289,9 +294,14 @@ final class Requester {
                 p.payload = w.sgl;
                 p.payloadOff = w.sent;
                 p.payloadLen = chunk;
-                if (w.sgl.port != null && !sourceReadable(w, chunk, last)) {
-                    // The device reads the payload as it transmits (rxe finish_packet): a fault now,
-                    // e.g. an IOMMU mapping removed since post, fails the WQE with LOC_PROT_ERR.
+                if (w.sgl.port != null && !sourceReadable(w, chunk, last) || !w.sgl.reachable(w.sent, chunk)) {
+                    // The device reads the payload as it transmits (rxe finish_packet): a fault now, an IOMMU
+                    // mapping removed since post or memory whose arena was closed, fails the WQE with
+                    // LOC_PROT_ERR (rxe: -EFAULT from the copy).
+                    if (!w.sgl.reachable(w.sent, chunk)) {
+                        w.sgl.unreachable(w.opcode + " wr_id " + w.wrId + " on " + qp.describe()
+                                + " reads memory whose arena is closed or that another thread owns");
+                    }
                     fail(w, WcStatus.LOC_PROT_ERR);
                     return false;
                 }
@@ -348,7 +358,7 @@ final class Requester {
         if (!w.sgl.access(w.sent, chunk, DmaSpace.READ)) {
             return false;
         }
-        if (last && w.postedAt != null && qp.device.dma.checker() != null
+        if (last && w.postedAt != null && qp.device.dma.checker() != null && w.sgl.reachable(0, w.length)
                 && w.sgl.checksum(0, w.length) != w.postCrc) {
             qp.device.dma.checker().sendBufferChanged(w.opcode + " wr_id " + w.wrId + " on QP 0x"
                     + Integer.toHexString(qp.qpn) + " (" + w.length + " bytes)", w.postedAt);

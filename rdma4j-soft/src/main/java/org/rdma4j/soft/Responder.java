@@ -14,6 +14,7 @@ import org.rdma4j.verbs.QpType;
 import org.rdma4j.verbs.WcFlags;
 import org.rdma4j.verbs.WcOpcode;
 import org.rdma4j.verbs.WcStatus;
+import org.rdma4j.verbs.spi.GsiAccess;
 
 /**
  * Executes incoming requests (rxe_resp.c): PSN and opcode-sequence checks, QP and MR access checks,
@@ -135,6 +136,11 @@ final class Responder {
             }
             resNext = 0;
         }
+    }
+
+    /** @return the QP this responder serves */
+    SoftQp qp() {
+        return qp;
     }
 
     void dropCurrentWqe() {
@@ -597,11 +603,17 @@ final class Responder {
 
     private Err readReply(Packet p) {
         int len = p.dmaLen;
-        if (one.port != null && len != 0) {
-            // The device reads the region as it answers: a fault is an R_Key violation (rxe read_reply).
+        if (len != 0) {
+            // The device reads the region as it answers: a fault (an IOMMU unmap, memory whose arena was
+            // closed under the registration) is an R_Key violation (rxe read_reply: a failed copy).
             one.clear();
-            if (!one.addMr(writeMr, p.va - writeMr.address, len & 0xFFFF_FFFFL, DmaSpace.READ, piece)
-                    || !one.access(0, len & 0xFFFF_FFFFL, DmaSpace.READ)) {
+            long l = len & 0xFFFF_FFFFL;
+            if (!one.addMr(writeMr, p.va - writeMr.address, l, DmaSpace.READ, piece)
+                    || one.port != null && !one.access(0, l, DmaSpace.READ)) {
+                return Err.RKEY_VIOLATION;
+            }
+            if (!one.reachable(0, l)) {
+                one.unreachable("RDMA READ of " + l + " bytes at 0x" + Long.toHexString(p.va) + " on " + qp.describe());
                 return Err.RKEY_VIOLATION;
             }
         }
@@ -646,8 +658,8 @@ final class Responder {
             o.syndrome = UNLIMITED;
             if (chunk > 0) {
                 one.clear();
-                if (!one.addMr(mr, va + sent - mr.address, chunk, DmaSpace.READ, piece)) {
-                    return; // the mapping went away (a replayed read after deregistration)
+                if (!one.addMr(mr, va + sent - mr.address, chunk, DmaSpace.READ, piece) || !one.reachable(0, chunk)) {
+                    return; // the mapping or the memory went away (a replayed read after deregistration)
                 }
                 o.payload = one;
                 o.payloadOff = 0;
@@ -683,7 +695,10 @@ final class Responder {
             long next = (p.opcode & 0x1F) == Opcodes.COMPARE_SWAP ? (orig == p.compare ? p.swapAdd : orig)
                     : orig + p.swapAdd;
             target.set(ValueLayout.JAVA_LONG, off, next);
-        } catch (IllegalStateException | IndexOutOfBoundsException | IllegalArgumentException e) {
+        } catch (IllegalStateException | WrongThreadException e) {
+            one.unreachable("atomic at 0x" + Long.toHexString(p.va) + " on " + qp.describe() + ": " + e.getMessage());
+            return Err.RKEY_VIOLATION;
+        } catch (IndexOutOfBoundsException | IllegalArgumentException e) {
             return Err.RKEY_VIOLATION;
         }
         Resource r = res[resNext];
@@ -729,8 +744,8 @@ final class Responder {
     // ------------------------------------------------------------------ UD
 
     private void handleUd(Packet p) {
-        // rxe check_keys: the DETH Q_Key must match the QP's.
-        if (p.qkey != qp.qkey) {
+        // rxe check_keys: the DETH Q_Key must match the QP's; for QPN 1 (GSI) it must be GSI_QKEY.
+        if (p.qkey != (qp.qpn == SoftGsi.GSI_QPN ? GsiAccess.GSI_QKEY : qp.qkey)) {
             qp.device.count(SoftCounter.DROP_QKEY_VIOLATION);
             return;
         }

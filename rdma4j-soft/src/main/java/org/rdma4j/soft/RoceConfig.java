@@ -4,10 +4,9 @@ package org.rdma4j.soft;
 import java.net.InetAddress;
 import java.net.NetworkInterface;
 import java.net.SocketException;
-import java.net.UnknownHostException;
-import java.util.ArrayList;
 import java.util.List;
 
+import org.rdma4j.common.RoceLinks;
 import org.rdma4j.verbs.Errno;
 import org.rdma4j.verbs.Mtu;
 import org.rdma4j.verbs.VerbsException;
@@ -28,30 +27,13 @@ public record RoceConfig(List<InetAddress> addresses, int udpPort, Mtu activeMtu
     /** rxe RXE_MAX_HDR_LENGTH: the headers rxe_set_mtu subtracts from the netdev MTU. */
     static final int MAX_HDR_LENGTH = 80;
 
-    /** Validates the configuration. */
+    /** Validates the configuration (the rules of every configuration path: {@link RoceLinks#check}). */
     public RoceConfig {
         addresses = List.copyOf(addresses);
-        if (addresses.isEmpty()) {
-            throw new VerbsException(Errno.EINVAL, "a RoCE device needs at least one IP address");
-        }
-        int v4 = 0;
-        int v6 = 0;
-        for (InetAddress a : addresses) {
-            if (a.isAnyLocalAddress()) {
-                throw new VerbsException(Errno.EINVAL, "bind a RoCE device to a specific address, not " + a.getHostAddress()
-                        + ": the ICRC covers the destination address, which a wildcard socket cannot tell");
-            }
-            if (a instanceof java.net.Inet4Address) {
-                v4++;
-            } else {
-                v6++;
-            }
-        }
-        if (v4 > 1 || v6 > 1) {
-            throw new VerbsException(Errno.EINVAL, "at most one IPv4 and one IPv6 address per RoCE device: " + addresses);
-        }
-        if (udpPort < 1 || udpPort > 0xFFFF) {
-            throw new VerbsException(Errno.EINVAL, "UDP port " + udpPort + " (expected 1..65535)");
+        try {
+            RoceLinks.check(addresses, udpPort);
+        } catch (IllegalArgumentException e) {
+            throw new VerbsException(Errno.EINVAL, e.getMessage());
         }
     }
 
@@ -71,33 +53,19 @@ public record RoceConfig(List<InetAddress> addresses, int udpPort, Mtu activeMtu
      * @return the configuration
      */
     public static RoceConfig parse(String spec) {
-        String s = spec.trim();
-        int port = Roce.UDP_PORT;
-        int at = s.lastIndexOf('@');
-        if (at >= 0) {
-            try {
-                port = Integer.parseInt(s.substring(at + 1).trim());
-            } catch (NumberFormatException e) {
-                throw new VerbsException(Errno.EINVAL, "bad UDP port in '" + spec + "'");
-            }
-            s = s.substring(0, at);
+        try {
+            return of(RoceLinks.parseAddresses(spec, ""));
+        } catch (IllegalArgumentException e) {
+            throw new VerbsException(Errno.EINVAL, e.getMessage());
         }
-        List<InetAddress> list = new ArrayList<>();
-        for (String part : s.split(",")) {
-            String p = part.trim();
-            if (p.isEmpty()) {
-                continue;
-            }
-            if (!p.matches("[0-9A-Fa-f:.%a-z]+")) {
-                throw new VerbsException(Errno.EINVAL, "'" + p + "' is not an IP address (in '" + spec + "')");
-            }
-            try {
-                list.add(InetAddress.getByName(p)); // a literal: no name lookup
-            } catch (UnknownHostException e) {
-                throw new VerbsException(Errno.EINVAL, "'" + p + "' is not an IP address (in '" + spec + "')");
-            }
-        }
-        return new RoceConfig(list, port, null);
+    }
+
+    /**
+     * @param a addresses and port, as the links file gives them
+     * @return a configuration with the MTU derived from the interfaces
+     */
+    public static RoceConfig of(RoceLinks.Addresses a) {
+        return new RoceConfig(a.ips(), a.udpPort(), null);
     }
 
     /** @return the active MTU: as configured, or derived from the smallest MTU of the bound interfaces */

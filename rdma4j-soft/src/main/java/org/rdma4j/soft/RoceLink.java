@@ -49,6 +49,8 @@ final class RoceLink implements Link {
     /** Largest datagram we accept: 4096 MTU + the longest header set + pad + ICRC, with room to spare. */
     private static final int SLOT_BYTES = 8192;
     private static final int RX_BATCH = 32;
+    /** Source addresses whose GIDs a receive socket keeps (a power of two). */
+    private static final int SOURCE_CACHE = 8;
     /**
      * With UDP GRO a slot may hold up to 64 KiB of coalesced datagrams (lo's gro_max_size): 16 such slots
      * are 1 MiB of native memory per socket, and each may carry up to 64 packets.
@@ -84,6 +86,8 @@ final class RoceLink implements Link {
     private final List<Endpoint> endpoints = new ArrayList<>();
     /** Multicast groups joined, one receiving socket each (engine lock for writes). */
     private final java.util.Map<Gid, Endpoint> groups = new java.util.concurrent.ConcurrentHashMap<>();
+    /** The endpoints of {@link #groups}, copied on every join and leave: polled without an iterator. */
+    private volatile Endpoint[] groupList = new Endpoint[0];
     private final Endpoint v4;
     private final Endpoint v6;
 
@@ -112,6 +116,7 @@ final class RoceLink implements Link {
     private final PseudoHeader txIp = new PseudoHeader();
     private final Sgl txSgl = new Sgl(1);
     private final SockAddr txTo = new SockAddr();
+    private final byte[] txGidBytes = new byte[16];
     private Gid txToGid;
     private volatile boolean closed;
 
@@ -179,12 +184,21 @@ final class RoceLink implements Link {
         private final PseudoHeader ip = new PseudoHeader();
         private final Packet p = new Packet();
         private final Sgl payload = new Sgl(1);
-        private final SockAddr lastFrom = new SockAddr();
+        /**
+         * The GIDs of the last few source addresses (direct-mapped by the address's hash): a source's GID is
+         * made once, not per datagram, so a receive allocates nothing in steady state.
+         */
+        private final SockAddr[] fromAddr = new SockAddr[SOURCE_CACHE];
+        private final Gid[] fromGid = new Gid[SOURCE_CACHE];
+        private final byte[] gidScratch = new byte[16];
         private Gid lastFromGid;
+        private SockAddr lastFromAddr;
         /** Whether the last receive took a bulk flow's worth: several datagrams, or a GRO train (rxLock). */
         private boolean lastBulk;
         /** When an application thread last polled this socket (System.nanoTime). */
         private volatile long lastPollerNs;
+        /** Whether the thread that polled last has since blocked on a completion channel ({@link #pollerLeft}). */
+        private volatile boolean pollerBlocked;
 
         /**
          * The receive agent: waits for datagrams and dispatches them, unless application threads are
@@ -196,7 +210,7 @@ final class RoceLink implements Link {
         public void run() {
             while (!closed) {
                 try {
-                    long sincePoll = System.nanoTime() - lastPollerNs;
+                    long sincePoll = pollerBlocked ? Long.MAX_VALUE : System.nanoTime() - lastPollerNs;
                     if (sincePoll < POLLER_ACTIVE_NS) {
                         // An application thread is busy-polling and receives on its own thread: stay off
                         // the socket, so that a datagram wakes nobody. A thread blocked in poll(2) is woken
@@ -225,6 +239,14 @@ final class RoceLink implements Link {
                         return;
                     }
                     device.countOutsideEngine(SoftCounter.ROCE_RX_ERRORS);
+                } catch (Throwable t) {
+                    // no receive agent dies silently: report, count, carry on (a packet's own failure was
+                    // already taken by its QP in SoftDevice.receive)
+                    if (closed) {
+                        return;
+                    }
+                    EngineErrors.agentFailed(device, device.fabric, agent.getName(), t);
+                    java.util.concurrent.locks.LockSupport.parkNanos(1_000_000); // no hot loop on a lasting fault
                 }
             }
         }
@@ -255,9 +277,19 @@ final class RoceLink implements Link {
             }
         }
 
+        /**
+         * The thread that polled last is about to block on a completion channel: it receives no more, so the agent
+         * takes over now, without the busy-poll window or the short waits after it.
+         */
+        void pollerLeft() {
+            pollerBlocked = true;
+            java.util.concurrent.locks.LockSupport.unpark(agent);
+        }
+
         /** Called by a thread that polls a CQ of the device and found it empty. */
         boolean poll() {
             lastPollerNs = System.nanoTime();
+            pollerBlocked = false;
             try {
                 return drain(true);
             } catch (IOException e) {
@@ -303,12 +335,7 @@ final class RoceLink implements Link {
                         device.count(SoftCounter.DROP_MALFORMED);
                         continue;
                     }
-                    if (lastFromGid == null || !lastFrom.equals(from)) {
-                        lastFrom.set(from);
-                        byte[] g = new byte[16];
-                        from.copyGidTo(g, 0);
-                        lastFromGid = Gid.of(g);
-                    }
+                    lastFromGid = sourceGid(from);
                     fill(ip, lastFromGid, gid, from.port(), config.udpPort());
                     MemorySegment buf = batch.buffer(i);
                     if (gso == 0) {
@@ -332,9 +359,11 @@ final class RoceLink implements Link {
                         device.count(SoftCounter.DROP_MALFORMED); // what did not fit the slot
                     }
                 }
-            } catch (RuntimeException e) {
-                // A bug must not kill the receiver: count it; RC recovers the packet by retransmission.
+            } catch (Throwable t) {
+                // Outside a packet's dispatch (those are caught per packet in SoftDevice.receive): the batch's
+                // bookkeeping. It must not kill the receiver: count and report it; RC recovers by retransmission.
                 device.count(SoftCounter.ROCE_RX_ERRORS);
+                EngineErrors.receiveFailed(device, null, p, t);
             } finally {
                 device.deferAcks(false);
                 if (!poller) {
@@ -342,6 +371,27 @@ final class RoceLink implements Link {
                 }
                 device.fabric.unlockEngine();
             }
+        }
+
+        private Gid sourceGid(SockAddr from) {
+            if (lastFromAddr != null && lastFromAddr.equals(from)) {
+                return lastFromGid; // the common case: the same peer as the datagram before
+            }
+            int h = from.hashCode() & (SOURCE_CACHE - 1);
+            SockAddr a = fromAddr[h];
+            if (a != null && a.equals(from)) {
+                lastFromAddr = a;
+                return fromGid[h];
+            }
+            if (a == null) {
+                a = fromAddr[h] = new SockAddr(); // once per cache slot
+            }
+            a.set(from);
+            from.copyGidTo(gidScratch, 0);
+            Gid g = Gid.of(gidScratch);
+            fromGid[h] = g;
+            lastFromAddr = a;
+            return g;
         }
 
         /** Checks and dispatches one datagram of a receive slot; {@link #ip} holds its addresses. */
@@ -370,10 +420,36 @@ final class RoceLink implements Link {
         for (int i = 0; i < endpoints.size(); i++) {
             got |= endpoints.get(i).poll();
         }
-        for (Endpoint g : groups.values()) {
-            got |= g.poll();
+        Endpoint[] gs = groupList;
+        for (int i = 0; i < gs.length; i++) {
+            got |= gs[i].poll();
         }
         return got;
+    }
+
+    /**
+     * A thread that polled the device's CQs now blocks on a completion channel (its deferred ACKs already sent):
+     * the receive agents stop deferring to it at once. Without this, a datagram that came in the 200 us after the
+     * thread's last empty poll waited for the agent's park to end, and the agent woke every millisecond for the
+     * next 50 ms, although nobody polled (docs/ipoib.md, ping profile).
+     */
+    void pollerBlocking() {
+        for (int i = 0; i < endpoints.size(); i++) {
+            endpoints.get(i).pollerLeft();
+        }
+        for (Endpoint g : groups.values()) {
+            g.pollerLeft();
+        }
+    }
+
+    /** @return whether the thread that polled the device last has blocked on a completion channel since */
+    boolean pollerBlocked() {
+        for (int i = 0; i < endpoints.size(); i++) {
+            if (!endpoints.get(i).pollerBlocked) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /**
@@ -404,6 +480,7 @@ final class RoceLink implements Link {
                     + mgid + " on " + on.address.getHostAddress() + " port " + config.udpPort() + ": " + e.getMessage());
         }
         groups.put(mgid, g);
+        groupList = groups.values().toArray(Endpoint[]::new);
         if (!closed) {
             g.agent.start();
         }
@@ -412,6 +489,7 @@ final class RoceLink implements Link {
     /** Leaves a group joined by {@link #joinGroup} (last detach). Engine lock held. */
     void leaveGroup(Gid mgid) {
         Endpoint g = groups.remove(mgid);
+        groupList = groups.values().toArray(Endpoint[]::new);
         if (g != null) {
             g.socket.close(); // its agent sees the closed socket and ends
         }
@@ -435,9 +513,14 @@ final class RoceLink implements Link {
             }
         } catch (IOException e) {
             close();
-            throw new VerbsException(Errno.EADDRNOTAVAIL, "cannot bind RoCE device " + device.name() + " to UDP port "
-                    + config.udpPort() + " on " + config.addresses() + ": " + e.getMessage()
-                    + " (is the address configured on an interface, or is rdma_rxe using the port?)");
+            String where = "cannot bind RoCE device " + device.name() + " to UDP port " + config.udpPort() + " on "
+                    + config.addresses().stream().map(InetAddress::getHostAddress).toList() + ": " + e.getMessage();
+            if (e instanceof NativeIOException n && n.errno() == Errors.EADDRINUSE) {
+                throw new VerbsException(Errno.EADDRINUSE, where + " (another process uses this device: a RoCE device"
+                        + " serves one process at a time, the first that creates a QP on it; or rdma_rxe has the port)");
+            }
+            throw new VerbsException(Errno.EADDRNOTAVAIL, where + " (is the address configured on an interface? Local"
+                    + " addresses: " + String.join(", ", org.rdma4j.common.RoceLinks.localAddresses()) + ")");
         }
         this.v4 = e4;
         this.v6 = e6;
@@ -468,6 +551,21 @@ final class RoceLink implements Link {
             l.add(e.gid);
         }
         return l;
+    }
+
+    /** Points {@code a} at a GID's IP address without allocating ({@code scratch}: 16 bytes for IPv6). */
+    private static void setAddress(SockAddr a, Gid g, int port, byte[] scratch) {
+        if (g.isIpv4Mapped()) {
+            a.setIpv4((int) g.lo(), port);
+            return;
+        }
+        long hi = g.hi();
+        long lo = g.lo();
+        for (int i = 0; i < 8; i++) {
+            scratch[i] = (byte) (hi >>> (56 - 8 * i));
+            scratch[8 + i] = (byte) (lo >>> (56 - 8 * i));
+        }
+        a.setIpv6(scratch, 0, port);
     }
 
     private static void fill(PseudoHeader ip, Gid src, Gid dst, int srcPort, int dstPort) {
@@ -570,7 +668,7 @@ final class RoceLink implements Link {
             runCount[r] = 1;
             runClosed[r] = false;
             if (!p.dgid.equals(txToGid)) {
-                txTo.set(p.dgid.toInetAddress(), config.udpPort());
+                setAddress(txTo, p.dgid, config.udpPort(), txGidBytes);
                 txToGid = p.dgid;
             }
             runGid[r] = p.dgid;

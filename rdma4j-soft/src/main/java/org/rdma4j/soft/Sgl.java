@@ -141,6 +141,47 @@ final class Sgl {
         return true;
     }
 
+    /**
+     * Whether this thread may still touch bytes [pos, pos+count) of the list: the memory's arena may have
+     * been closed under a live registration (FFM cannot keep a shared arena open for us), or a segment be
+     * confined to another thread. A device reading memory that is gone faults; the caller fails the request
+     * with the status of a DMA fault, and {@link #unreachable} reports it.
+     *
+     * @return false if some piece is gone or out of this thread's reach
+     */
+    boolean reachable(long pos, long count) {
+        Thread me = null;
+        for (int i = 0; i < n && count > 0; i++) {
+            if (pos >= len[i]) {
+                pos -= len[i];
+                continue;
+            }
+            MemorySegment s = seg[i];
+            if (!s.scope().isAlive()) {
+                return false;
+            }
+            if (me == null) {
+                me = Thread.currentThread();
+            }
+            if (!s.isAccessibleBy(me)) {
+                return false;
+            }
+            count -= Math.min(count, len[i] - pos);
+            pos = 0;
+        }
+        return true;
+    }
+
+    /**
+     * Reports a device access that found memory gone or out of reach: to the DMA checker of the list's
+     * device when it has one, and in the log (rate-limited). The access itself is a fault for the caller.
+     *
+     * @param what the access ("RDMA WRITE into MR lkey 0x..."), for the report
+     */
+    void unreachable(String what) {
+        EngineErrors.unreachableMemory(port, what);
+    }
+
     /** @return a CRC-32C of bytes [pos, pos+count) (the DMA checker's send-buffer check) */
     long checksum(long pos, long count) {
         CRC32C crc = new CRC32C();
@@ -175,6 +216,20 @@ final class Sgl {
         if (dst.port != null && !dst.access(dstPos, count, DmaSpace.WRITE)) {
             throw FAULT;
         }
+        try {
+            copy(src, srcPos, dst, dstPos, count);
+        } catch (IllegalStateException | WrongThreadException gone) {
+            // FFM refused the access: an arena closed under a live registration or mapping, or a confined
+            // segment touched from another thread. Nothing was read or written at the refused piece; the
+            // caller fails the request as for a DMA fault, and the checker and the log say why.
+            (src.reachable(srcPos, count) ? dst : src).unreachable("a " + count + "-byte copy found memory "
+                    + (gone instanceof WrongThreadException ? "confined to another thread" : "whose arena is closed")
+                    + " (" + gone.getMessage() + ")");
+            throw FAULT;
+        }
+    }
+
+    private static void copy(Sgl src, long srcPos, Sgl dst, long dstPos, long count) {
         if (src.n == 1 && dst.n == 1) {
             Bytes.copy(src.seg[0], src.off[0] + srcPos, dst.seg[0], dst.off[0] + dstPos, count);
             return;

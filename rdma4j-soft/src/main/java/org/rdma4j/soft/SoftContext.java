@@ -6,6 +6,7 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
 import org.rdma4j.verbs.AsyncEvent;
+import org.rdma4j.verbs.AsyncEventType;
 import org.rdma4j.verbs.CompletionChannel;
 import org.rdma4j.verbs.CompletionQueue;
 import org.rdma4j.verbs.Context;
@@ -117,14 +118,27 @@ final class SoftContext extends SoftResource implements Context {
         events.add(e);
     }
 
+    /** Put in the event queue by {@link #close}: wakes every waiter, which then throws. */
+    private static final AsyncEvent CLOSED = new AsyncEvent(AsyncEventType.DEVICE_FATAL, null, null, null, 0);
+
     @Override
     public AsyncEvent getAsyncEvent(Duration timeout) {
+        if (closed) {
+            throw new VerbsException(Errno.EINVAL, describe() + " is closed");
+        }
+        AsyncEvent e;
         try {
-            return timeout.isZero() ? events.poll() : events.poll(timeout.toNanos(), TimeUnit.NANOSECONDS);
-        } catch (InterruptedException e) {
+            e = timeout.isZero() ? events.poll() : events.poll(timeout.toNanos(), TimeUnit.NANOSECONDS);
+        } catch (InterruptedException ie) {
             Thread.currentThread().interrupt();
             return null;
         }
+        if (e == CLOSED) {
+            events.add(CLOSED); // for the next waiter
+            throw new VerbsException(Errno.EINVAL, describe() + " was closed while this thread waited in"
+                    + " getAsyncEvent");
+        }
+        return e;
     }
 
     @Override
@@ -139,6 +153,7 @@ final class SoftContext extends SoftResource implements Context {
         }
         checkIdle("ibv_close_device");
         closed = true;
+        events.add(CLOSED);
         device.dma.ownerClosed(this, describe());
         device.contextClosed(this);
     }

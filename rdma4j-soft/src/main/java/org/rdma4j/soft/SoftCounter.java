@@ -77,7 +77,12 @@ public enum SoftCounter {
     /** UDP GSO sends the kernel refused (EINVAL/EIO); the socket then sends one datagram per packet. */
     ROCE_GSO_REFUSED,
     /** Receives that held several datagrams coalesced by UDP GRO. */
-    ROCE_GRO_RECEIVES;
+    ROCE_GRO_RECEIVES,
+    /**
+     * Exceptions and errors thrown by the engine's own work and caught per unit of work (a packet, a QP's
+     * timers, a post): each is logged and moves the QP concerned to ERR ({@code EngineErrors}).
+     */
+    ENGINE_ERRORS;
 
     /**
      * @return the name {@code Context.queryPortCounters} gives it: rxe's hw counter name where rxe

@@ -96,8 +96,20 @@ final class SoftCq extends SoftResource implements CompletionQueue {
         return true;
     }
 
+    /**
+     * A closed CQ refuses polls, as it refuses {@link #reqNotify}: verbs would touch a destroyed CQ (use
+     * after free in ibv_poll_cq), and an empty answer would hide the mistake.
+     */
+    private void checkPollable() {
+        if (closed) {
+            throw new VerbsException(Errno.EINVAL, describe() + " is closed: it cannot be polled (closing a CQ"
+                    + " drops the completions still in it; poll them before closing)");
+        }
+    }
+
     @Override
     public int poll(WorkCompletion[] wcs, int max) {
+        checkPollable();
         if (idx.producer() == idx.consumer() && (!ctx.device.pollIdle() || idx.producer() == idx.consumer())) {
             return 0;
         }
@@ -116,6 +128,7 @@ final class SoftCq extends SoftResource implements CompletionQueue {
 
     @Override
     public boolean poll(WorkCompletion wc) {
+        checkPollable();
         if (idx.producer() == idx.consumer() && (!ctx.device.pollIdle() || idx.producer() == idx.consumer())) {
             return false;
         }
@@ -187,7 +200,7 @@ final class SoftCq extends SoftResource implements CompletionQueue {
         checkIdle("ibv_destroy_cq");
         closed = true;
         if (channel != null) {
-            channel.users.decrementAndGet();
+            channel.cqClosed(this);
         }
         ctx.children.remove(this);
     }

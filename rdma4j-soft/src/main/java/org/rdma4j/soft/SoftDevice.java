@@ -19,15 +19,18 @@ import org.rdma4j.verbs.PortAttributes;
 import org.rdma4j.verbs.PortState;
 import org.rdma4j.verbs.QpType;
 import org.rdma4j.verbs.VerbsException;
+import org.rdma4j.verbs.spi.GsiAccess;
 
 /**
  * A software RDMA device on a {@link SoftFabric}: one port, link layer Ethernet (RoCE-style GID
  * addressing), GID 0 is fe80::&lt;node GUID&gt; as rxe derives it from a MAC. Holds the device-wide
  * key and QP-number tables and the receive dispatcher.
  */
-public final class SoftDevice implements Device {
+public final class SoftDevice implements Device, GsiAccess {
     /** Largest message (rxe RXE_MAX_MSG_SZ). */
     static final long MAX_MSG_SZ = 1L << 31;
+    /** Largest memory region, max_mr_size (rxe RXE_MAX_MR_SIZE is 2^31 too). */
+    static final long MAX_MR_SIZE = 1L << 31;
     static final int MAX_QP = 16_384;
     static final int MAX_MR = 65_536;
     static final int MAX_QP_WR = 16_384;
@@ -59,6 +62,8 @@ public final class SoftDevice implements Device {
     private volatile Gid[] gids;
     /** The RoCEv2 link when the device is bound to IP addresses, else null. */
     private volatile RoceLink roce;
+    /** A RoCE configuration the device binds when its first QP is created ({@link #bindOnFirstQp}), or null. */
+    private volatile RoceConfig unbound;
     // Written only under the engine lock; read by anyone (a statistic may lag by a few increments).
     private final long[] counters = new long[SoftCounter.values().length];
     private final CopyOnWriteArrayList<SoftContext> contexts = new CopyOnWriteArrayList<>();
@@ -105,7 +110,7 @@ public final class SoftDevice implements Device {
      */
     @Override
     public String providerName() {
-        return roce != null ? "rxe" : "soft";
+        return roce != null || unbound != null ? "rxe" : "soft";
     }
 
     /** @return how this device reaches memory, and its DMA checker if on */
@@ -124,6 +129,19 @@ public final class SoftDevice implements Device {
         SoftContext ctx = new SoftContext(this);
         contexts.add(ctx);
         return ctx;
+    }
+
+    /** {@inheritDoc} The port's QP1 for a user-space MAD layer; see {@link SoftGsi}. */
+    @Override
+    public org.rdma4j.verbs.QueuePair createSpecialQp(org.rdma4j.verbs.ProtectionDomain pd, SpecialQp kind, int port,
+                                                      org.rdma4j.verbs.QpInitAttributes attrs) {
+        return SoftGsi.create(this, pd, kind, port, attrs);
+    }
+
+    /** {@inheritDoc} True for a configured RoCE device not bound yet ({@link #bindOnFirstQp}). */
+    @Override
+    public boolean bindsOnFirstUse() {
+        return unbound != null;
     }
 
     void contextClosed(SoftContext ctx) {
@@ -209,6 +227,42 @@ public final class SoftDevice implements Device {
     }
 
     /**
+     * Makes the device a RoCE device that binds its addresses when its first QP is created (called once by
+     * {@link SoftFabric#addRoceDeviceBoundOnFirstQp}, before anyone else sees the device): its GIDs, GUID
+     * and MTU are the configuration's from now on, as they will be once bound.
+     */
+    void configureRoce(RoceConfig config) {
+        Gid[] g = new Gid[config.addresses().size()];
+        for (int i = 0; i < g.length; i++) {
+            g[i] = Gid.ofInetAddress(config.addresses().get(i)); // as RoceLink's endpoints: configuration order
+        }
+        this.gids = g;
+        this.guid = guidFor(g[0]);
+        this.activeMtu = config.resolveMtu();
+        this.unbound = config;
+    }
+
+    /**
+     * Binds a device added by {@link SoftFabric#addRoceDeviceBoundOnFirstQp} (once; later calls return at
+     * once). Called before a QP is created, outside the engine lock.
+     *
+     * @throws VerbsException EADDRINUSE when another process (or rdma_rxe) has the address and port,
+     *                        EADDRNOTAVAIL when this host does not have the address; the next QP tries again
+     */
+    void bindOnFirstQp() {
+        if (unbound == null) {
+            return;
+        }
+        synchronized (this) {
+            RoceConfig c = unbound;
+            if (c != null) {
+                fabric.bindRoce(this, c);
+                unbound = null;
+            }
+        }
+    }
+
+    /**
      * A node GUID for a RoCE device: the EUI-64 of a locally administered MAC 02:00:a:b:c:d made of the
      * last four address bytes (rxe derives it from the netdev's MAC, which we do not have), so devices on
      * different hosts differ.
@@ -239,6 +293,19 @@ public final class SoftDevice implements Device {
     boolean pollLink() {
         RoceLink r = roce;
         return r != null && r.pollReceive();
+    }
+
+    /**
+     * A thread is about to block on a completion channel of this device: the ACKs its last receive deferred leave
+     * now (nobody else would send them before the peer's timeout), and the RoCE receive agents stop deferring to
+     * it, so a packet that arrives next is taken at once.
+     */
+    void waiterBlocking() {
+        fabric.flushAcksIfPending();
+        RoceLink r = roce;
+        if (r != null) {
+            r.pollerBlocking();
+        }
     }
 
     /**
@@ -287,7 +354,7 @@ public final class SoftDevice implements Device {
     }
 
     DeviceAttributes attributes() {
-        return new DeviceAttributes("0.1.0", guid, guid, MAX_MSG_SZ, 0xFFFF_F000L, 0xFFFFFF, 0, 0,
+        return new DeviceAttributes("0.1.0", guid, guid, MAX_MR_SIZE, 0xFFFF_F000L, 0xFFFFFF, 0, 0,
                 MAX_QP, MAX_QP_WR, 0, MAX_SGE, 16_384, MAX_CQE, MAX_MR - 1, 65_536, MAX_RD_ATOMIC, MAX_RD_ATOMIC,
                 8_192, MAX_QP_WR, MAX_SGE, 65_536, MAX_INLINE, "ATOMIC_HCA", 1, 15);
     }
@@ -358,6 +425,16 @@ public final class SoftDevice implements Device {
             }
         }
         throw new VerbsException(Errno.ENOMEM, "QP table full (" + MAX_QP + " QPs)");
+    }
+
+    /** Takes QP number 1 for the GSI QP ({@link SoftGsi}). */
+    int addGsiQp(SoftQp qp) {
+        if (qps[SoftGsi.GSI_QPN] != null) {
+            throw new VerbsException(Errno.EBUSY, "the GSI QP (QP1) of " + name + " port 1 exists already: one MAD"
+                    + " layer owns it (close the other first)");
+        }
+        qps[SoftGsi.GSI_QPN] = qp;
+        return SoftGsi.GSI_QPN;
     }
 
     void removeQp(int qpn) {
@@ -472,6 +549,17 @@ public final class SoftDevice implements Device {
      * keeps a reference to it or to its payload.
      */
     void receive(Packet p) {
+        try {
+            dispatch(p);
+        } catch (Throwable t) {
+            // no engine thread dies of one packet: the QP it was for goes to ERR, the thread carries on
+            int qpn = p.destQpn;
+            SoftQp qp = qpn > 0 && qpn < qps.length ? qps[qpn] : null;
+            EngineErrors.receiveFailed(this, qp, p, t);
+        }
+    }
+
+    private void dispatch(Packet p) {
         count(SoftCounter.RCVD_PKTS);
         int mask = p.mask();
         if (mask == 0) {

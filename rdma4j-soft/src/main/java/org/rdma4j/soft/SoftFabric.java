@@ -110,17 +110,44 @@ public final class SoftFabric implements AutoCloseable {
      */
     public SoftDevice addRoceDevice(String name, RoceConfig config) {
         SoftDevice d = addDevice(name);
-        RoceLink link;
         try {
-            link = new RoceLink(d, inProcess, config);
+            bindRoce(d, config);
         } catch (VerbsException e) {
             devices.remove(d);
-            byGid.remove(d.gid(0));
+            byGid.remove(d.gid(0), d);
             throw e;
         }
+        return d;
+    }
+
+    /**
+     * Adds a RoCEv2 device that binds its addresses when its first QP is created, not now: what the
+     * provider does with the configured devices, so that a process binds only the devices it uses and two
+     * processes of one host can each use one of them (as two programs use two rxe devices). Until then
+     * the device answers queries (its GIDs, GUID and MTU come from the configuration) and nothing of this
+     * fabric routes to it.
+     *
+     * @param name   device name, unique on the fabric
+     * @param config addresses, UDP port, MTU
+     * @return the device
+     */
+    public SoftDevice addRoceDeviceBoundOnFirstQp(String name, RoceConfig config) {
+        SoftDevice d = addDevice(name);
+        byGid.remove(d.gid(0));
+        d.configureRoce(config);
+        return d;
+    }
+
+    /**
+     * Binds a device's sockets and makes it a RoCE device of this fabric.
+     *
+     * @throws VerbsException EADDRINUSE or EADDRNOTAVAIL when a socket cannot be bound
+     */
+    void bindRoce(SoftDevice d, RoceConfig config) {
+        RoceLink link = new RoceLink(d, inProcess, config);
         lockEngine();
         try {
-            byGid.remove(d.gid(0));
+            byGid.remove(d.gid(0), d); // the in-process GID (a device bound on its first QP has none listed)
             d.attachRoce(link, config.resolveMtu());
         } finally {
             unlockEngine();
@@ -129,7 +156,6 @@ public final class SoftFabric implements AutoCloseable {
             byGid.put(d.gid(i), d);
         }
         link.start();
-        return d;
     }
 
     /** @return the devices, in the order they were added */
@@ -192,10 +218,13 @@ public final class SoftFabric implements AutoCloseable {
      * links batched during the burst (the flush point of {@link RoceLink}'s send batching).
      */
     void unlockEngine() {
-        if ((!pendingTx.isEmpty() || !pendingAcks.isEmpty()) && engine.getHoldCount() == 1) {
-            flushPending();
+        try {
+            if ((!pendingTx.isEmpty() || !pendingAcks.isEmpty()) && engine.getHoldCount() == 1) {
+                flushPending();
+            }
+        } finally {
+            engine.unlock(); // whatever the flush threw: a lock left held would stop the whole fabric
         }
-        engine.unlock();
     }
 
     /** Responders holding a coalesced ACK for the current burst (engine lock). */
@@ -208,7 +237,12 @@ public final class SoftFabric implements AutoCloseable {
 
     private void flushPending() {
         for (int i = 0; i < pendingAcks.size(); i++) {
-            pendingAcks.get(i).flushAck(); // queues on the links; sent below
+            Responder r = pendingAcks.get(i);
+            try {
+                r.flushAck(); // queues on the links; sent below
+            } catch (Throwable t) {
+                EngineErrors.qpWorkFailed(r.qp(), "deferred ACK", t);
+            }
         }
         pendingAcks.clear();
         while (!pendingTx.isEmpty()) {
@@ -291,7 +325,11 @@ public final class SoftFabric implements AutoCloseable {
         for (int i = 0; i < ackQps.size(); i++) {
             SoftQp qp = ackQps.get(i);
             qp.ackListed = false;
-            qp.responder.flushAck();
+            try {
+                qp.responder.flushAck();
+            } catch (Throwable t) {
+                EngineErrors.qpWorkFailed(qp, "deferred ACK", t);
+            }
         }
         ackQps.clear();
         acksPending = false;

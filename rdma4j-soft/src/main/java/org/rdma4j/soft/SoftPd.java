@@ -46,8 +46,10 @@ final class SoftPd extends SoftResource implements ProtectionDomain {
         if (segment.byteSize() == 0) {
             throw new VerbsException(Errno.EINVAL, "cannot register an empty segment");
         }
-        if (segment.byteSize() > SoftDevice.MAX_MSG_SZ * 2) {
-            throw new VerbsException(Errno.EINVAL, "segment of " + segment.byteSize() + " bytes exceeds max_mr_size");
+        if (segment.byteSize() > SoftDevice.MAX_MR_SIZE) {
+            throw new VerbsException(Errno.EINVAL, "cannot register " + segment.byteSize() + " bytes: more than the"
+                    + " device's max_mr_size of " + SoftDevice.MAX_MR_SIZE + " bytes (DeviceAttributes.maxMrSize);"
+                    + " register it in pieces");
         }
         // ibv_reg_mr.3 / kernel ib_check_mr_access: remote write or atomic requires local write.
         if ((access.contains(AccessFlag.REMOTE_WRITE) || access.contains(AccessFlag.REMOTE_ATOMIC))
@@ -55,7 +57,9 @@ final class SoftPd extends SoftResource implements ProtectionDomain {
             throw new VerbsException(Errno.EINVAL, "access " + access + ": REMOTE_WRITE and REMOTE_ATOMIC require "
                     + "LOCAL_WRITE (ibv_reg_mr.3)");
         }
-        long dmaAddr = device.dma.mapRegion(ctx, segment); // throws when the device cannot map it for good
+        // throws when the device cannot map it for good, or cannot use it at all (a closed or a confined arena:
+        // DmaSpace.unusable)
+        long dmaAddr = device.dma.mapRegion(ctx, segment);
         SoftMr mr = new SoftMr(this, segment, AccessFlag.toBits(access), dmaAddr);
         device.fabric.lockEngine();
         try {
@@ -79,7 +83,17 @@ final class SoftPd extends SoftResource implements ProtectionDomain {
     @Override
     public QueuePair createQp(QpInitAttributes attrs) {
         checkNotClosed();
+        device.bindOnFirstQp(); // a RoCE device of the provider binds its addresses now
         SoftQp qp = new SoftQp(this, attrs);
+        children.add(qp);
+        return qp;
+    }
+
+    /** The port's GSI QP (QPN 1): {@link SoftGsi}. */
+    QueuePair createGsiQp(QpInitAttributes attrs) {
+        checkNotClosed();
+        device.bindOnFirstQp(); // QP1 receives from the wire too: a RoCE device binds its addresses now
+        SoftQp qp = new SoftQp(this, attrs, true);
         children.add(qp);
         return qp;
     }

@@ -2,13 +2,12 @@
 package org.rdma4j.soft;
 
 import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
+import org.rdma4j.common.RoceLinks;
 import org.rdma4j.verbs.Device;
 import org.rdma4j.verbs.Errno;
 import org.rdma4j.verbs.VerbsException;
@@ -21,18 +20,15 @@ import org.rdma4j.verbs.spi.VerbsProvider;
  * which reach other processes and hosts over UDP.
  *
  * <p>RoCE devices are configured without code, as {@code rdma link add rxe0 type rxe netdev eth0} does
- * for Linux: each entry is {@code name=addr[,addr][@port]} (one IPv4 and/or one IPv6 address, port 4791
- * by default). Sources, all merged, later ones winning per name:
- * <ol>
- * <li>the links file, {@code $RDMA4J_LINKS} or {@code ~/.config/rdma4j/links} (one entry per line,
- * {@code #} comments), which {@code rdma4j link add|del|show} edits;</li>
- * <li>the environment variable {@code RDMA4J_DEVICES} and the system property {@code rdma4j.devices}
- * (entries separated by {@code ;} or spaces).</li>
- * </ol>
- * A device that cannot be bound (address not configured, port in use) is left out with a warning on
- * standard error naming the address, so the other devices stay usable. How devices reach memory:
- * {@code -Drdma4j.soft.dma=virtual|iommu|bounce} and the other {@code rdma4j.soft.dma.*} properties of
- * {@link org.rdma4j.dma.DmaConfig#fromProperties}.
+ * for Linux: entries {@code name=addr[,addr][@port]} in the links file ({@code rdma4j link add|delete}
+ * edits it), {@code RDMA4J_DEVICES} and {@code -Drdma4j.devices}, read once per process
+ * ({@link RoceLinks} is the format). Every process lists every configured device, but binds a device's
+ * addresses only when it creates the device's first QP: two processes of one host can each use one of
+ * the devices of one links file (a RoCE device serves one process at a time; the second gets EADDRINUSE
+ * naming the device). A device whose address this host does not have is left out with a warning on
+ * standard error naming the address and listing the local ones, so the other devices stay usable. How
+ * devices reach memory: {@code -Drdma4j.soft.dma=virtual|iommu|bounce} and the other
+ * {@code rdma4j.soft.dma.*} properties of {@link org.rdma4j.dma.DmaConfig#fromProperties}.
  */
 public final class SoftProvider implements VerbsProvider {
     private static final class Holder {
@@ -77,7 +73,14 @@ public final class SoftProvider implements VerbsProvider {
             }
             for (Map.Entry<String, RoceConfig> e : roce.entrySet()) {
                 try {
-                    SoftDevice d = f.addRoceDevice(e.getKey(), e.getValue());
+                    RoceLinks.checkLocal(e.getKey(), new RoceLinks.Addresses(e.getValue().addresses(),
+                            e.getValue().udpPort()));
+                } catch (IllegalArgumentException ex) {
+                    System.err.println("rdma4j: RoCE device " + e.getKey() + " left out: EADDRNOTAVAIL: " + ex.getMessage());
+                    continue;
+                }
+                try {
+                    SoftDevice d = f.addRoceDeviceBoundOnFirstQp(e.getKey(), e.getValue());
                     if (d.dma().checker() != null) {
                         d.dma().checker().listener(r -> System.err.print(r));
                     }
@@ -113,86 +116,25 @@ public final class SoftProvider implements VerbsProvider {
         return Holder.fabric();
     }
 
-    /** @return the links file: {@code $RDMA4J_LINKS}, else {@code ~/.config/rdma4j/links} */
-    public static Path linksFile() {
-        String env = System.getenv("RDMA4J_LINKS");
-        if (env != null && !env.isBlank()) {
-            return Path.of(env);
-        }
-        return Path.of(System.getProperty("user.home"), ".config", "rdma4j", "links");
-    }
-
     /**
      * The RoCE devices configured for this process (links file, then environment, then system property).
      *
      * @return device name to configuration, in configuration order
-     * @throws VerbsException EINVAL for an entry that does not parse, naming it
+     * @throws VerbsException EINVAL for an entry that does not parse or a links file that cannot be read,
+     *                        naming it
      */
     public static Map<String, RoceConfig> configuredRoceDevices() {
         Map<String, RoceConfig> m = new LinkedHashMap<>();
-        Path file = linksFile();
-        if (Files.isRegularFile(file)) {
-            try {
-                for (String line : Files.readAllLines(file)) {
-                    parseEntries(stripComment(line), m, file.toString());
-                }
-            } catch (IOException e) {
-                throw new VerbsException(Errno.EINVAL, "cannot read " + file + ": " + e.getMessage());
+        try {
+            for (RoceLinks.Entry e : RoceLinks.configured().values()) {
+                m.put(e.name(), RoceConfig.of(e.addresses()));
             }
-        }
-        String env = System.getenv("RDMA4J_DEVICES");
-        if (env != null) {
-            parseEntries(env, m, "RDMA4J_DEVICES");
-        }
-        String prop = System.getProperty("rdma4j.devices");
-        if (prop != null) {
-            parseEntries(prop, m, "-Drdma4j.devices");
+        } catch (IOException e) {
+            throw new VerbsException(Errno.EINVAL, "cannot read " + RoceLinks.file() + ": " + e.getMessage());
+        } catch (IllegalArgumentException e) {
+            throw new VerbsException(Errno.EINVAL, e.getMessage());
         }
         return m;
-    }
-
-    private static String stripComment(String line) {
-        int h = line.indexOf('#');
-        return h >= 0 ? line.substring(0, h) : line;
-    }
-
-    /**
-     * Parses {@code name=addr[,addr][@port]} entries separated by {@code ;} or whitespace.
-     *
-     * @param text   the entries
-     * @param into   where to put them (a later entry replaces an earlier one of the same name)
-     * @param source where the text came from, for error messages
-     */
-    static void parseEntries(String text, Map<String, RoceConfig> into, String source) {
-        for (String entry : text.trim().split("[;\\s]+")) {
-            if (entry.isEmpty()) {
-                continue;
-            }
-            int eq = entry.indexOf('=');
-            if (eq <= 0 || eq == entry.length() - 1) {
-                throw new VerbsException(Errno.EINVAL, "bad RoCE device entry '" + entry + "' in " + source
-                        + " (expected name=address[,address][@port], e.g. rxe0=127.0.0.1)");
-            }
-            String name = entry.substring(0, eq);
-            if (!name.matches("[A-Za-z0-9_.-]+")) {
-                throw new VerbsException(Errno.EINVAL, "bad device name '" + name + "' in " + source);
-            }
-            into.put(name, RoceConfig.parse(entry.substring(eq + 1)));
-        }
-    }
-
-    /**
-     * Formats a configuration as a links-file entry.
-     *
-     * @param name   device name
-     * @param config its configuration
-     * @return {@code name=addr[,addr][@port]}
-     */
-    public static String formatEntry(String name, RoceConfig config) {
-        List<String> a = new ArrayList<>();
-        config.addresses().forEach(x -> a.add(x.getHostAddress()));
-        String port = config.udpPort() == org.rdma4j.wire.Roce.UDP_PORT ? "" : "@" + config.udpPort();
-        return name + "=" + String.join(",", a) + port;
     }
 
     @Override

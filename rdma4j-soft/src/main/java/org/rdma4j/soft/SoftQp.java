@@ -99,6 +99,11 @@ final class SoftQp extends SoftResource implements QueuePair {
     boolean ackListed;
 
     SoftQp(SoftPd pd, QpInitAttributes init) {
+        this(pd, init, false);
+    }
+
+    /** @param gsi take QP number 1, the port's GSI QP ({@link SoftGsi}) */
+    SoftQp(SoftPd pd, QpInitAttributes init, boolean gsi) {
         this.pd = pd;
         this.device = pd.device;
         this.fabric = device.fabric;
@@ -164,7 +169,7 @@ final class SoftQp extends SoftResource implements QueuePair {
         this.responder = new Responder(this);
         fabric.lockEngine();
         try {
-            this.qpn = device.addQp(this);
+            this.qpn = gsi ? device.addGsiQp(this) : device.addQp(this);
         } finally {
             fabric.unlockEngine();
         }
@@ -573,7 +578,6 @@ final class SoftQp extends SoftResource implements QueuePair {
                 return false;
             }
             afterPost();
-            fabric.flushAcks(); // after this post's packets: an answer leaves before the ACKs it follows
             return true;
         } finally {
             fabric.unlockEngine();
@@ -590,30 +594,42 @@ final class SoftQp extends SoftResource implements QueuePair {
             }
             if (n > 0) {
                 afterPost();
+            } else {
+                fabric.flushAcks();
             }
-            fabric.flushAcks();
             return n;
         } finally {
             fabric.unlockEngine();
         }
     }
 
+    /** The protocol work of a post; a failure in it takes this QP to ERR (EngineErrors), the WRs are flushed. */
     private void afterPost() {
-        if (state == QpState.ERR) {
-            flushSendQueue();
-        } else {
-            requester.run();
+        try {
+            if (state == QpState.ERR) {
+                flushSendQueue();
+            } else {
+                requester.run();
+            }
+        } catch (Throwable t) {
+            EngineErrors.qpWorkFailed(this, "post", t);
         }
+        fabric.flushAcks(); // after this post's packets: an answer leaves before the ACKs it follows
     }
 
     /** Validates and copies one request into the send queue (rxe validate_send_wr / init_send_wqe). */
     private boolean enqueue(SendWorkRequest wr) {
-        Errno e = validate(wr);
-        if (e == null && sqHead - compIdx >= cap.maxSendWr()) {
-            e = Errno.ENOMEM;
+        if (!validate(wr)) {
+            return false;
         }
-        if (e != null) {
-            wr.postError(e);
+        if (sqHead - compIdx >= cap.maxSendWr()) {
+            String m = sqFullMessage;
+            if (m == null) {
+                m = sqFullMessage = "send queue of " + describe() + " is full (" + cap.maxSendWr()
+                        + " WRs outstanding, max_send_wr): poll its send CQ, and signal at least every "
+                        + cap.maxSendWr() + "th WR, so that slots are freed";
+            }
+            wr.postError(Errno.ENOMEM, m);
             return false;
         }
         SendWqe w = slot(sqHead);
@@ -646,8 +662,9 @@ final class SoftQp extends SoftResource implements QueuePair {
         w.numSge = n;
         w.length = total;
         if (w.inline && !copyInline(w, wr)) {
-            wr.postError(Errno.EINVAL);
-            return false;
+            return refuse(wr, Errno.EINVAL, "inline data of " + total + " bytes is not readable: each entry must lie"
+                    + " in its segment (ScatterGatherEntry.inline) or in a registered region of this context, and"
+                    + " in memory this thread may access");
         }
         w.state = SendWqe.POSTED;
         w.sent = 0;
@@ -659,50 +676,74 @@ final class SoftQp extends SoftResource implements QueuePair {
         return true;
     }
 
-    private Errno validate(SendWorkRequest wr) {
+    /** Refused-post sentence for a full send queue, made once (a full queue may be hit in a loop). */
+    private String sqFullMessage;
+
+    /** @return whether the request may be posted; if not, its postError and message say why */
+    private boolean validate(SendWorkRequest wr) {
         QpState s = state;
         if (closed || s == QpState.RESET || s == QpState.INIT || s == QpState.RTR) {
-            return Errno.EINVAL; // rxe_post_send: requester not ready before RTS
+            // rxe_post_send: the requester is not ready before RTS => -EINVAL
+            return refuse(wr, Errno.EINVAL, closed ? describe() + " is closed" : describe() + " is in " + s
+                    + ": sends can be posted in RTS (and SQD, SQE, ERR) only; modify it "
+                    + (s == QpState.RESET ? "RESET -> INIT -> RTR -> RTS" : s == QpState.INIT ? "INIT -> RTR -> RTS"
+                    : "RTR -> RTS") + " first");
         }
         WrOpcode op = wr.opcode();
         if (op == null) {
-            return Errno.EINVAL;
+            return refuse(wr, Errno.EINVAL, "the request has no opcode (SendWorkRequest.opcode)");
         }
         // An opcode the QP type does not have (READ or an atomic on UC, RDMA on UD) is accepted here, as
         // rdma-core's rxe provider accepts it; the requester then fails it (Requester.start).
         int n = wr.numSge();
         if (n > cap.maxSendSge()) {
-            return Errno.EINVAL;
+            return refuse(wr, Errno.EINVAL, "num_sge " + n + " exceeds max_send_sge " + cap.maxSendSge() + " of "
+                    + describe() + " (ask for more in QpCapabilities when creating the QP)");
         }
         long total = 0;
         for (int i = 0; i < n; i++) {
             int l = wr.sge(i).length();
             if (l < 0) {
-                return Errno.EINVAL;
+                return refuse(wr, Errno.EINVAL, "sge[" + i + "] has length " + l + " (lengths are unsigned 32-bit"
+                        + " in verbs; rdma4j takes 0.." + Integer.MAX_VALUE + ")");
             }
             total += l;
         }
         if (total > SoftDevice.MAX_MSG_SZ) {
-            return Errno.EINVAL; // rxe validate_send_wr: "message length too long"
+            return refuse(wr, Errno.EINVAL, "a message of " + total + " bytes exceeds max_msg_sz "
+                    + SoftDevice.MAX_MSG_SZ);
         }
         if (op.isAtomic() && (total < 8 || (wr.remoteAddr() & 7) != 0)) {
             // rdma-core rxe validate_send_wr: fewer than 8 bytes, or a misaligned remote address; longer SGEs
             // are accepted and the original value lands in their first 8 bytes (seen in the VM)
-            return Errno.EINVAL;
+            return refuse(wr, Errno.EINVAL, total < 8 ? op + " needs at least 8 bytes of local SGEs for the"
+                    + " original value, has " + total : op + " remote_addr 0x" + Long.toHexString(wr.remoteAddr())
+                    + " is not 8-byte aligned");
         }
         int f = wr.sendFlags();
         if ((f & SendFlags.INLINE) != 0) {
             if (!(op == WrOpcode.SEND || op == WrOpcode.SEND_WITH_IMM || op == WrOpcode.RDMA_WRITE
-                    || op == WrOpcode.RDMA_WRITE_WITH_IMM) || total > cap.maxInlineData()) {
-                return Errno.EINVAL;
+                    || op == WrOpcode.RDMA_WRITE_WITH_IMM)) {
+                return refuse(wr, Errno.EINVAL, "INLINE is for SEND and RDMA WRITE, not " + op);
+            }
+            if (total > cap.maxInlineData()) {
+                return refuse(wr, Errno.EINVAL, "inline data of " + total + " bytes exceeds max_inline_data "
+                        + cap.maxInlineData() + " of " + describe());
             }
         }
         if (type == QpType.UD) {
             if (!(wr.ah() instanceof SoftAh ah) || ah.closed || ah.pd != pd) {
-                return Errno.EINVAL; // the AH must belong to the QP's PD
+                // the AH must belong to the QP's PD
+                return refuse(wr, Errno.EINVAL, wr.ah() == null ? "a UD send needs an address handle (ah)"
+                        : "the address handle is closed, of another device or of another PD than " + describe());
             }
         }
-        return null;
+        return true;
+    }
+
+    private static boolean refuse(SendWorkRequest wr, Errno e, String message) {
+        wr.postError(e, message);
+        return false;
     }
 
     /** Copies inline data into the WQE; the L_Key is not checked (ibv_post_send.3). */
@@ -736,8 +777,8 @@ final class SoftQp extends SoftResource implements QueuePair {
                 }
                 pos += l;
             }
-        } catch (IllegalStateException | IndexOutOfBoundsException ex) {
-            return false;
+        } catch (IllegalStateException | IndexOutOfBoundsException | WrongThreadException ex) {
+            return false; // a closed arena, a range outside the segment, a confined segment of another thread
         }
         w.sgl.set(w.inlineBuf, 0, pos);
         return true;
@@ -746,12 +787,13 @@ final class SoftQp extends SoftResource implements QueuePair {
     @Override
     public boolean postRecv(RecvWorkRequest wr) {
         if (srq != null || closed || state == QpState.RESET) {
-            wr.postError(Errno.EINVAL); // rxe_post_recv: SRQ attached, or QP in RESET
+            // rxe_post_recv: SRQ attached, or QP in RESET => -EINVAL
+            wr.postError(Errno.EINVAL, closed ? describe() + " is closed" : srq != null ? describe()
+                    + " takes its receives from an SRQ: post them with SharedReceiveQueue.postRecv"
+                    : describe() + " is in RESET: receives can be posted from INIT on; modify it to INIT first");
             return false;
         }
-        Errno e = rq.post(wr);
-        wr.postError(e);
-        if (e != null) {
+        if (!rq.post(wr, this)) {
             return false;
         }
         if (state == QpState.ERR) {

@@ -69,12 +69,10 @@ final class SoftSrq extends SoftResource implements SharedReceiveQueue {
     @Override
     public boolean postRecv(RecvWorkRequest wr) {
         if (closed) {
-            wr.postError(Errno.EINVAL);
+            wr.postError(Errno.EINVAL, describe() + " is closed");
             return false;
         }
-        Errno e = rq.post(wr);
-        wr.postError(e);
-        return e == null;
+        return rq.post(wr, this);
     }
 
     @Override

@@ -78,15 +78,21 @@ final class TimerService {
 
     private void agentLoop() {
         while (running) {
-            long now;
-            long next;
-            fabric.lockEngine();
+            long now = System.nanoTime();
             try {
-                now = fabric.clock.nanoTime();
-                next = runDue(now);
-                plannedWakeNs = next == Long.MAX_VALUE ? now + MAX_PARK_NS : Math.min(next, now + MAX_PARK_NS);
-            } finally {
-                fabric.unlockEngine();
+                long next;
+                fabric.lockEngine();
+                try {
+                    now = fabric.clock.nanoTime();
+                    next = runDue(now);
+                    plannedWakeNs = next == Long.MAX_VALUE ? now + MAX_PARK_NS : Math.min(next, now + MAX_PARK_NS);
+                } finally {
+                    fabric.unlockEngine();
+                }
+            } catch (Throwable t) {
+                // outside any QP's timers (those are caught in runDue): the clock, the burst's flush
+                EngineErrors.agentFailed(null, fabric, "the rdma4j-soft-timer agent", t);
+                plannedWakeNs = now + AFTER_FAILURE_NS;
             }
             long wait = plannedWakeNs - now;
             if (wait > 0) {
@@ -95,6 +101,9 @@ final class TimerService {
         }
     }
 
+    /** How long the agent waits after a failure outside any QP's timers before it tries again. */
+    private static final long AFTER_FAILURE_NS = TimeUnit.MILLISECONDS.toNanos(1);
+
     /** Runs due timers; returns the earliest deadline still armed. Engine lock held. */
     private long runDue(long nowNs) {
         long next = Long.MAX_VALUE;
@@ -102,7 +111,11 @@ final class TimerService {
             return next;
         }
         for (SoftQp qp : new ArrayList<>(watched)) {
-            qp.onTimers(nowNs);
+            try {
+                qp.onTimers(nowNs);
+            } catch (Throwable t) {
+                EngineErrors.qpWorkFailed(qp, "timers", t); // the QP to ERR: its timers are disarmed
+            }
             if (!qp.hasArmedTimer()) {
                 unwatch(qp);
             } else if (qp.nextDeadline() - next < 0) {

@@ -5,9 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.util.LinkedHashMap;
-import java.util.Map;
-
 import org.junit.jupiter.api.Test;
 import org.rdma4j.verbs.Mtu;
 import org.rdma4j.verbs.VerbsException;
@@ -43,13 +40,11 @@ class RoceConfigTest {
     }
 
     @Test
-    void providerEntriesParseAndFormat() {
-        Map<String, RoceConfig> m = new LinkedHashMap<>();
-        SoftProvider.parseEntries("rxe0=127.0.0.1; rxe1=127.0.0.2@14791", m, "test");
-        assertEquals("rxe0=127.0.0.1", SoftProvider.formatEntry("rxe0", m.get("rxe0")));
-        assertEquals("rxe1=127.0.0.2@14791", SoftProvider.formatEntry("rxe1", m.get("rxe1")));
-        VerbsException e = assertThrows(VerbsException.class, () -> SoftProvider.parseEntries("rxe0", m, "RDMA4J_DEVICES"));
-        assertTrue(e.getMessage().contains("RDMA4J_DEVICES"), e.getMessage());
+    void refusalsSayWhatIsWrong() {
+        var e = assertThrows(VerbsException.class, () -> RoceConfig.parse("127.0.0.1,127.0.0.2"));
+        assertTrue(e.getMessage().contains("at most one IPv4 and one IPv6 address"), e.getMessage());
+        e = assertThrows(VerbsException.class, () -> RoceConfig.parse("example.org"));
+        assertTrue(e.getMessage().contains("'example.org' is not an IP address"), e.getMessage());
     }
 
     @Test

@@ -33,8 +33,10 @@ public abstract class AbstractDeviceQueryTest extends ConformanceTestBase {
             assertNotNull(d.name(), "device name");
             assertTrue(!d.name().isEmpty(), "device name empty");
             assertNotNull(d.providerName(), "provider name");
-            assertTrue(names.add(d.name()), "duplicate device name " + d.name());
-            assertTrue(guids.add(d.guid()), "duplicate node GUID 0x" + Long.toHexString(d.guid()));
+            if (!fabric.loopback()) {
+                assertTrue(names.add(d.name()), "duplicate device name " + d.name());
+                assertTrue(guids.add(d.guid()), "duplicate node GUID 0x" + Long.toHexString(d.guid()));
+            }
         }
         assertEquals(fabric.device(0), ctxA.device(), "ctx.device() of device 0's context");
         assertEquals(fabric.device(1), ctxB.device(), "ctx.device() of device 1's context");
@@ -51,7 +53,8 @@ public abstract class AbstractDeviceQueryTest extends ConformanceTestBase {
         assertTrue(a.maxCqe() >= 64, "max_cqe " + a.maxCqe());
         assertTrue(a.maxMr() > 0, "max_mr " + a.maxMr());
         assertTrue(a.maxPd() > 0, "max_pd " + a.maxPd());
-        assertTrue(a.maxMrSize() > 0, "max_mr_size " + a.maxMrSize());
+        // unsigned: rxe reports 2^64 - 1 (rxe_param.h RXE_MAX_MR_SIZE = -1ull), ibv_devinfo prints 0xffffffffffffffff
+        assertTrue(a.maxMrSize() != 0, "max_mr_size 0x" + Long.toHexString(a.maxMrSize()));
         assertTrue(a.maxQpRdAtom() >= 1, "max_qp_rd_atom " + a.maxQpRdAtom());
         assertTrue(a.maxQpInitRdAtom() >= 1, "max_qp_init_rd_atom " + a.maxQpInitRdAtom());
         assertTrue(a.maxSrq() > 0, "max_srq " + a.maxSrq());
@@ -86,7 +89,11 @@ public abstract class AbstractDeviceQueryTest extends ConformanceTestBase {
         Gid b = ctxB.queryGid(1, 0);
         assertNotEquals(Gid.ZERO, a, "GID[0] of device 0");
         assertNotEquals(Gid.ZERO, b, "GID[0] of device 1");
-        assertNotEquals(a, b, "the two hosts share a GID");
+        if (!fabric.loopback()) {
+            assertNotEquals(a, b, "the two hosts share a GID");
+        } else {
+            assertEquals(a, b, "one device seen from two contexts");
+        }
         assertEquals(a, ctxA.queryGid(1, 0), "GID[0] is stable");
     }
 

@@ -34,7 +34,25 @@ public abstract class AbstractMulticastTest extends ConformanceTestBase {
      * @return a multicast GID distinct for each n: ::ffff:239.77.0.n
      */
     protected Gid group(int n) {
-        return new Gid(0, 0x0000_FFFF_EF4D_0000L | (n & 0xFFFF));
+        Gid g = new Gid(0, 0x0000_FFFF_EF4D_0000L | (n & 0xFFFF));
+        track(fabric.joinIpMulticast(g)); // what rdma_cm's join adds on RoCEv2; nothing on the soft device
+        return g;
+    }
+
+    /**
+     * The first source GID of the group's family. rxe builds the IP header from the source GID's type
+     * (rxe_av.c rxe_av_fill_ip_info: rdma_gid_attr_network_type), so an IPv4-mapped group needs an IPv4
+     * source; kernel rxe's GID 0 is the IPv6 link-local address, the soft device's the IPv4 one.
+     */
+    private static int sgidIndexOfFamily(Context ctx, Gid group) {
+        int n = ctx.queryPort(1).gidTblLen();
+        for (int i = 0; i < n; i++) {
+            Gid g = ctx.queryGid(1, i);
+            if (!g.equals(Gid.ZERO) && g.isIpv4Mapped() == group.isIpv4Mapped()) {
+                return i;
+            }
+        }
+        return 0;
     }
 
     private Endpoint ud(Context ctx, int qkey) {
@@ -64,7 +82,7 @@ public abstract class AbstractMulticastTest extends ConformanceTestBase {
     private void sendToGroup(Endpoint from, Gid g, long wrId, byte[] data, int qkey) {
         MemoryRegion mr = regAll(from.pd(), BUF);
         write(mr.segment(), 0, data);
-        AddressHandle ah = track(from.pd().createAh(Players.av(g)));
+        AddressHandle ah = track(from.pd().createAh(Players.av(g).sgidIndex(sgidIndexOfFamily(from.ctx(), g))));
         SendWorkRequest wr = sendWr(wrId, WrOpcode.SEND, mr, 0, data.length).ah(ah)
                 .remoteQpn(QueuePair.MULTICAST_QPN).remoteQkey(qkey);
         postSend(from.qp(), wr);

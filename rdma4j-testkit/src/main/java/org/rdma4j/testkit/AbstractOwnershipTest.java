@@ -3,7 +3,12 @@ package org.rdma4j.testkit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
+
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Test;
 import org.rdma4j.verbs.AccessFlag;
@@ -20,6 +25,7 @@ import org.rdma4j.verbs.QpType;
 import org.rdma4j.verbs.QueuePair;
 import org.rdma4j.verbs.SharedReceiveQueue;
 import org.rdma4j.verbs.VerbsException;
+import org.rdma4j.verbs.WorkCompletion;
 
 /**
  * The ownership tree Context → {PD → {MR, QP, SRQ, AH}, CQ, channel}: a parent refuses to close with
@@ -151,6 +157,69 @@ public abstract class AbstractOwnershipTest extends ConformanceTestBase {
         // A second close must not corrupt the parent: the context still closes cleanly in teardown,
         // and new objects still work.
         track(ctxA.allocPd());
+    }
+
+    @Test
+    public void shouldRefusePollOnClosedCqAsReqNotifyDoes() throws Exception {
+        CompletionChannel ch = track(ctxA.createCompChannel());
+        CompletionQueue cq = track(ctxA.createCq(4, ch, 0));
+        release(cq);
+        // verbs would touch a destroyed CQ; rdma4j fails both the same way instead of answering "empty"
+        VerbsException p1 = assertVerbsError(Errno.EINVAL, () -> cq.poll(new WorkCompletion()));
+        assertTrue(p1.getMessage().contains("closed"), p1.getMessage());
+        assertVerbsError(Errno.EINVAL, () -> cq.poll(new WorkCompletion[] {new WorkCompletion()}, 1));
+        assertVerbsError(Errno.EINVAL, () -> cq.reqNotify(false));
+    }
+
+    @Test
+    public void shouldWakeThreadWaitingForCqEventWhenItsCqAndChannelAreClosed() throws Exception {
+        CompletionChannel ch = track(ctxA.createCompChannel());
+        CompletionQueue cq = track(ctxA.createCq(4, ch, 0));
+        cq.reqNotify(false);
+        CompletableFuture<Throwable> waiter = new CompletableFuture<>();
+        Thread t = Thread.ofPlatform().name("getCqEvent-waiter").start(() -> {
+            try {
+                waiter.complete(new AssertionError("getCqEvent returned " + ch.getCqEvent(Duration.ofMinutes(5))));
+            } catch (Throwable e) {
+                waiter.complete(e);
+            }
+        });
+        awaitBlocked(t); // the assertions below hold whether or not it blocked already
+        release(cq);
+        release(ch);
+        Throwable woken = waiter.get(POLL_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+        assertTrue(woken instanceof VerbsException ve && ve.errno() == Errno.EINVAL,
+                "the waiter ends with a VerbsException (EINVAL), got " + woken);
+        t.join(POLL_TIMEOUT.toMillis());
+        assertTrue(!t.isAlive(), "waiter thread ended");
+    }
+
+    @Test
+    public void shouldWakeThreadWaitingForAsyncEventWhenContextIsClosed() throws Exception {
+        Context ctx = fabric.device(0).open();
+        CompletableFuture<Throwable> waiter = new CompletableFuture<>();
+        Thread t = Thread.ofPlatform().name("getAsyncEvent-waiter").start(() -> {
+            try {
+                waiter.complete(new AssertionError("getAsyncEvent returned " + ctx.getAsyncEvent(Duration.ofMinutes(5))));
+            } catch (Throwable e) {
+                waiter.complete(e);
+            }
+        });
+        awaitBlocked(t);
+        ctx.close();
+        Throwable woken = waiter.get(POLL_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+        assertTrue(woken instanceof VerbsException ve && ve.errno() == Errno.EINVAL,
+                "the waiter ends with a VerbsException (EINVAL), got " + woken);
+        t.join(POLL_TIMEOUT.toMillis());
+    }
+
+    /** Waits (bounded) until {@code t} is parked or blocked; a remote wait may show as running, then it just returns. */
+    private void awaitBlocked(Thread t) {
+        long deadline = System.nanoTime() + quietWindow().toNanos();
+        while (System.nanoTime() - deadline < 0 && t.getState() != Thread.State.TIMED_WAITING
+                && t.getState() != Thread.State.WAITING) {
+            Thread.onSpinWait();
+        }
     }
 
     private static void closeAgain(AutoCloseable c) {

@@ -3,6 +3,7 @@ package org.rdma4j.testkit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -374,6 +375,11 @@ public abstract class AbstractQpStateTest extends ConformanceTestBase {
             }
             // rxe_post_send: state < RTS => -EINVAL with bad_wr set
             assertPostSendRefused(e.qp(), wr, Errno.EINVAL);
+            // ... and the refusal says why and what to do
+            String why = wr.postErrorMessage();
+            assertNotNull(why, "postErrorMessage");
+            assertTrue(why.contains(state.name()) && why.contains("RTS") && why.contains("modify"),
+                    "the message names the state and the way to RTS: " + why);
             assertNoCompletion(e.sendCq());
         }
     }
@@ -386,8 +392,11 @@ public abstract class AbstractQpStateTest extends ConformanceTestBase {
         // rxe_post_recv: state < INIT => -EINVAL
         assertTrue(!e.qp().postRecv(wr), "postRecv accepted in RESET");
         assertEquals(Errno.EINVAL, wr.postError(), "postError");
+        assertTrue(wr.postErrorMessage().contains("RESET") && wr.postErrorMessage().contains("INIT"),
+                "the message names the state and what to do: " + wr.postErrorMessage());
         moveTo(e, QpState.INIT);
-        postRecv(e.qp(), recvWr(2, mr, 0, 64));
+        postRecv(e.qp(), wr);
+        assertNull(wr.postErrorMessage(), "an accepted post clears the message");
         assertNoCompletion(e.recvCq());
     }
 

@@ -638,7 +638,9 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
     private void expectRetryExhaustion(Rig r, int retryCnt, int timeout) {
         postSend(r.local().qp(), sendWr(1, WrOpcode.SEND, r.lmr(), 0, 32));
         postSend(r.local().qp(), rdmaWr(2, WrOpcode.RDMA_WRITE, r.lmr(), r.rmr(), 32));
-        assertNoCompletion(r.local().sendCq());
+        if (!fabric.realTimeTimers()) {
+            assertNoCompletion(r.local().sendCq()); // real timers may run out within the quiet window
+        }
         // 4.096 us * 2^timeout; a step of 1.5 timeouts fires at most one retransmission
         long step = IbTimers.ackTimeoutNs(timeout) * 3 / 2;
         Advanced a = advanceUntil(r.local().sendCq(), 1, step, 4 * (retryCnt + 2) + 10);
@@ -651,6 +653,8 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
 
     @Test
     public void shouldNotRetransmitOrFailWhileClockStandsStill() {
+        org.junit.jupiter.api.Assumptions.assumeFalse(fabric.realTimeTimers(),
+                "the device's timers run on the wall clock: time cannot be stopped");
         Rig r = rig(QpConfig.rc().retryCnt(0).timeout(10));
         r.remote().qp().modify(new QpAttributes().state(QpState.RESET));
         postSend(r.local().qp(), sendWr(1, WrOpcode.SEND, r.lmr(), 0, 32));

@@ -447,6 +447,19 @@ public abstract class ConformanceTestBase {
      */
     protected Advanced advanceUntil(CompletionQueue cq, int count, long stepNs, int maxSteps) {
         List<WorkCompletion> got = new ArrayList<>();
+        if (fabric.realTimeTimers()) {
+            // the device's timers run on the wall clock: wait in real time, and count the steps of
+            // stepNs that passed (rounded up) from the first poll to the last completion
+            long t0 = System.nanoTime();
+            long bound = Math.max((long) maxSteps * stepNs, POLL_TIMEOUT.toNanos());
+            pollInto(cq, got, count, Duration.ofNanos(bound));
+            long elapsed = System.nanoTime() - t0;
+            if (got.size() < count) {
+                fail("expected " + count + " completion(s) within " + bound / 1_000_000 + " ms, got " + got.size()
+                        + ": " + got);
+            }
+            return new Advanced(got, (int) Math.min(Integer.MAX_VALUE, (elapsed + stepNs - 1) / stepNs));
+        }
         pollInto(cq, got, count, settleWindow());
         int steps = 0;
         while (got.size() < count && steps < maxSteps) {
@@ -470,6 +483,16 @@ public abstract class ConformanceTestBase {
      * @param steps  how many
      */
     protected void advanceQuietly(CompletionQueue cq, long stepNs, int steps) {
+        if (fabric.realTimeTimers()) {
+            // real timers: let that much time pass (at least the quiet window) with nothing completing
+            List<WorkCompletion> got = new ArrayList<>();
+            long wait = Math.max((long) steps * stepNs, quietWindow().toNanos());
+            pollInto(cq, got, 1, Duration.ofNanos(wait));
+            if (!got.isEmpty()) {
+                fail("expected no completion for " + wait / 1_000_000 + " ms, got " + got.getFirst());
+            }
+            return;
+        }
         for (int i = 0; i < steps; i++) {
             clock.advance(stepNs);
             List<WorkCompletion> got = new ArrayList<>();

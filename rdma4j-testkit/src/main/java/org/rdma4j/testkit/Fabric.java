@@ -21,6 +21,43 @@ public interface Fabric extends AutoCloseable {
     /** @return how many devices the fabric has (at least 2) */
     int deviceCount();
 
+    /**
+     * Whether the two "hosts" are one device reaching itself (a kernel device such as rxe, which loops
+     * packets for its own GID back, rxe_loopback): then both indexes name the same device, with the same
+     * GUID and GIDs, and only what needs two distinct hosts is left out.
+     *
+     * @return true for a one-device loopback fabric; false (the default) for distinct devices
+     */
+    default boolean loopback() {
+        return false;
+    }
+
+    /**
+     * Whether the devices' protocol timers (retransmit, RNR) run on the wall clock rather than on
+     * {@link #clock()}: a kernel device's timers are the kernel's. Then advancing the clock does nothing,
+     * {@link ConformanceTestBase#advanceUntil} waits in real time instead, and what needs frozen time is
+     * left out.
+     *
+     * @return true when timers are real; false (the default) when {@link #clock()} drives them
+     */
+    default boolean realTimeTimers() {
+        return false;
+    }
+
+    /**
+     * Makes the fabric's hosts members of a multicast group at the IP level, which on RoCEv2 is rdma_cm's
+     * half of a join ({@code rdma_join_multicast}: cma_iboe_join_multicast sends the IGMP/MLD join, while
+     * {@code ibv_attach_mcast} only attaches a QP and filters the MAC). A kernel device then receives the
+     * group's packets, its own ones looped back by the IP stack included; without it rxe never sees them.
+     * The default does nothing: a soft device delivers to attached QPs by itself.
+     *
+     * @param group a multicast GID
+     * @return what ends the membership (closed after the test)
+     */
+    default AutoCloseable joinIpMulticast(org.rdma4j.verbs.Gid group) {
+        return () -> { };
+    }
+
     /** @return the clock that drives all protocol timers of the fabric's devices */
     ManualClock clock();
 

@@ -11,6 +11,7 @@ import org.rdma4j.verbs.Gid;
 import org.rdma4j.verbs.Mtu;
 import org.rdma4j.verbs.PortAttributes;
 import org.rdma4j.verbs.PortState;
+import org.rdma4j.verbs.TransportType;
 import org.rdma4j.verbs.Verbs;
 import org.rdma4j.verbs.VerbsException;
 
@@ -74,10 +75,27 @@ public final class DevInfo {
      * @return the block
      */
     public static String hcaCap(String name, DeviceAttributes attr, PortAttributes[] ports, Gid[][] gids, int only) {
+        return hcaCap(name, TransportType.IB, attr, ports, gids, only);
+    }
+
+    /**
+     * As {@link #hcaCap(String, DeviceAttributes, PortAttributes[], Gid[][], int)} for a device of any transport.
+     *
+     * @param name      device name
+     * @param transport its transport (ibv_devinfo prints it on the second line)
+     * @param attr      device attributes
+     * @param ports     attributes of ports 1..n (null entries are skipped)
+     * @param gids      for -v: the GID table of each port (index = port - 1), or null without -v
+     * @param only      the one port to show, or 0 for all
+     * @return the block
+     */
+    public static String hcaCap(String name, TransportType transport, DeviceAttributes attr, PortAttributes[] ports,
+            Gid[][] gids, int only) {
         boolean verbose = gids != null;
         StringBuilder sb = new StringBuilder(512);
         sb.append("hca_id:\t").append(name).append('\n');
-        sb.append("\ttransport:\t\t\t").append("InfiniBand").append(" (0)\n");
+        TransportType tt = transport;
+        sb.append("\ttransport:\t\t\t").append(tt.text()).append(" (").append(tt.value()).append(")\n");
         if (attr.fwVer() != null && !attr.fwVer().isEmpty()) {
             sb.append("\tfw_ver:\t\t\t\t").append(attr.fwVer()).append('\n');
         }
@@ -105,7 +123,7 @@ public final class DevInfo {
             sb.append("\t\t\tport_lmc:\t\t").append("0x").append(CFormat.hex(pa.lmc(), 2)).append('\n');
             sb.append("\t\t\tlink_layer:\t\t").append(linkLayer(pa.linkLayer())).append('\n');
             if (verbose) {
-                verbosePort(sb, pa, gids[p - 1]);
+                verbosePort(sb, pa, gids[p - 1], transport);
             }
             sb.append('\n');
         }
@@ -163,7 +181,7 @@ public final class DevInfo {
         sb.append("\tlocal_ca_ack_delay:\t\t").append(a.localCaAckDelay()).append('\n');
     }
 
-    private static void verbosePort(StringBuilder sb, PortAttributes pa, Gid[] gids) {
+    private static void verbosePort(StringBuilder sb, PortAttributes pa, Gid[] gids, TransportType transport) {
         sb.append("\t\t\tmax_msg_sz:\t\t0x").append(Long.toHexString(pa.maxMsgSz() & 0xFFFF_FFFFL)).append('\n');
         sb.append("\t\t\tport_cap_flags:\t\t0x").append(CFormat.hex(pa.portCapFlags() & 0xFFFF_FFFFL, 8)).append('\n');
         sb.append("\t\t\tpkey_tbl_len:\t\t").append(pa.pkeyTblLen()).append('\n');
@@ -172,9 +190,11 @@ public final class DevInfo {
                 .append(")\n");
         sb.append("\t\t\tactive_speed:\t\t").append(speed(pa.activeSpeed())).append(" (").append(pa.activeSpeed())
                 .append(")\n");
-        // rdma4j devices report transport InfiniBand (as rxe does), for which the physical state is shown.
-        sb.append("\t\t\tphys_state:\t\t").append(physState(pa.physState())).append(" (").append(pa.physState())
-                .append(")\n");
+        // ibv_devinfo shows the physical state for transport InfiniBand (rxe, the soft device), not for iWARP
+        if (transport == TransportType.IB) {
+            sb.append("\t\t\tphys_state:\t\t").append(physState(pa.physState())).append(" (").append(pa.physState())
+                    .append(")\n");
+        }
         boolean ethernet = "Ethernet".equals(linkLayer(pa.linkLayer()));
         for (int i = 0; i < gids.length; i++) {
             Gid g = gids[i];
@@ -352,7 +372,7 @@ public final class DevInfo {
                         }
                     }
                 }
-                out.print(hcaCap(d.name(), attr, ports, gids, port));
+                out.print(hcaCap(d.name(), d.transportType(), attr, ports, gids, port));
             } catch (VerbsException e) {
                 err.println("Failed to query device " + d.name() + ": " + e.getMessage());
                 rc |= 2;

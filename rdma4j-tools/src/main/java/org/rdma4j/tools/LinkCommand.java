@@ -4,12 +4,10 @@ package org.rdma4j.tools;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.net.InetAddress;
-import java.net.UnknownHostException;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 
+import org.rdma4j.common.RoceLinks;
 import org.rdma4j.verbs.Context;
 import org.rdma4j.verbs.Device;
 import org.rdma4j.verbs.PortAttributes;
@@ -19,9 +17,10 @@ import org.rdma4j.verbs.VerbsException;
 /**
  * {@code rdma4j link}: configures RoCEv2 devices without code, as iproute2's {@code rdma link} does for
  * rdma_rxe. The configuration is the links file ({@code $RDMA4J_LINKS}, else
- * {@code ~/.config/rdma4j/links}), one {@code name=addr[,addr][@port]} entry per line, which the soft
- * provider reads when a process starts (environment variable {@code RDMA4J_DEVICES} adds entries for one
- * run). Usage:
+ * {@code ~/.config/rdma4j/links}; the format is {@link RoceLinks}'s), which the soft provider reads when a
+ * process starts (environment variable {@code RDMA4J_DEVICES} adds entries for one run). Every process
+ * lists every configured device and binds one only when it creates a QP on it, so two processes can use
+ * two devices of one file. Usage:
  * <pre>
  *   rdma4j link add rxe0 [type rxe] addr 10.99.0.1 [addr fd99::1] [port 4791]
  *   rdma4j link delete rxe0
@@ -30,14 +29,6 @@ import org.rdma4j.verbs.VerbsException;
  */
 final class LinkCommand {
     private LinkCommand() {
-    }
-
-    static Path linksFile() {
-        String env = System.getenv("RDMA4J_LINKS");
-        if (env != null && !env.isBlank()) {
-            return Path.of(env);
-        }
-        return Path.of(System.getProperty("user.home"), ".config", "rdma4j", "links");
     }
 
     static int main(String[] args, PrintStream out, PrintStream err) {
@@ -58,7 +49,7 @@ final class LinkCommand {
                 }
             };
         } catch (IOException e) {
-            err.println("rdma4j link: " + linksFile() + ": " + e.getMessage());
+            err.println("rdma4j link: " + RoceLinks.file() + ": " + e.getMessage());
             return 1;
         }
     }
@@ -67,8 +58,11 @@ final class LinkCommand {
         s.println("Usage: rdma4j link add NAME [type rxe] addr ADDRESS [addr ADDRESS] [port PORT]");
         s.println("       rdma4j link delete NAME");
         s.println("       rdma4j link [show]");
-        s.println("A RoCEv2 device is bound to at most one IPv4 and one IPv6 address (its GIDs) and UDP port 4791.");
-        s.println("Links file: " + linksFile() + " (RDMA4J_LINKS overrides; RDMA4J_DEVICES='rxe0=ADDR;...' adds for one run)");
+        s.println("A RoCEv2 device is bound to at most one IPv4 and one IPv6 address of this host (its GIDs) and UDP"
+                + " port " + RoceLinks.DEFAULT_UDP_PORT + ",");
+        s.println("by the one process that creates a QP on it; every process lists it.");
+        s.println("Links file: " + RoceLinks.file() + " (" + RoceLinks.FILE_ENV + " overrides; " + RoceLinks.DEVICES_ENV
+                + "='rxe0=ADDR;...' adds for one run)");
     }
 
     private static int add(String[] args, PrintStream out, PrintStream err) throws IOException {
@@ -77,75 +71,61 @@ final class LinkCommand {
             return 1;
         }
         String name = args[1];
-        if (!name.matches("[A-Za-z0-9_.-]+")) {
-            err.println("rdma4j link: bad device name '" + name + "'");
-            return 1;
-        }
-        List<String> addrs = new ArrayList<>();
-        int port = 4791;
-        for (int i = 2; i < args.length; i++) {
-            String k = args[i];
-            if (i + 1 >= args.length) {
-                err.println("rdma4j link: '" + k + "' needs a value");
+        List<InetAddress> addrs = new ArrayList<>();
+        int port = RoceLinks.DEFAULT_UDP_PORT;
+        try {
+            RoceLinks.checkName(name, "");
+            for (int i = 2; i < args.length; i++) {
+                String k = args[i];
+                if (i + 1 >= args.length) {
+                    err.println("rdma4j link: '" + k + "' needs a value");
+                    return 1;
+                }
+                String v = args[++i];
+                switch (k) {
+                    case "type" -> {
+                        if (!v.equals("rxe")) {
+                            err.println("rdma4j link: type " + v + " is not supported (rxe: RoCEv2 on UDP)");
+                            return 1;
+                        }
+                    }
+                    case "addr", "address" -> addrs.add(RoceLinks.parseAddress(v, ""));
+                    case "port" -> {
+                        try {
+                            port = Integer.parseInt(v);
+                        } catch (NumberFormatException e) {
+                            err.println("rdma4j link: bad port '" + v + "'");
+                            return 1;
+                        }
+                    }
+                    case "netdev" -> {
+                        err.println("rdma4j link: give the device's addresses with 'addr' (a Java process binds "
+                                + "addresses, not interfaces): rdma4j link add " + name + " addr <address of " + v
+                                + ">. Local addresses: " + String.join(", ", RoceLinks.localAddresses()));
+                        return 1;
+                    }
+                    default -> {
+                        err.println("rdma4j link: unknown option '" + k + "'");
+                        return 1;
+                    }
+                }
+            }
+            if (addrs.isEmpty()) {
+                err.println("rdma4j link: add " + name + " needs 'addr ADDRESS'. Local addresses: "
+                        + String.join(", ", RoceLinks.localAddresses()));
                 return 1;
             }
-            String v = args[++i];
-            switch (k) {
-                case "type" -> {
-                    if (!v.equals("rxe")) {
-                        err.println("rdma4j link: type " + v + " is not supported (rxe: RoCEv2 on UDP)");
-                        return 1;
-                    }
-                }
-                case "addr", "address" -> {
-                    try {
-                        if (!v.matches("[0-9A-Fa-f:.]+")) {
-                            throw new UnknownHostException(v);
-                        }
-                        addrs.add(InetAddress.getByName(v).getHostAddress());
-                    } catch (UnknownHostException e) {
-                        err.println("rdma4j link: '" + v + "' is not an IP address");
-                        return 1;
-                    }
-                }
-                case "port" -> {
-                    try {
-                        port = Integer.parseInt(v);
-                    } catch (NumberFormatException e) {
-                        port = -1;
-                    }
-                    if (port < 1 || port > 65535) {
-                        err.println("rdma4j link: bad port '" + v + "'");
-                        return 1;
-                    }
-                }
-                case "netdev" -> {
-                    err.println("rdma4j link: give the device's addresses with 'addr' (a Java process binds "
-                            + "addresses, not interfaces): rdma4j link add " + name + " addr <address of " + v + ">");
-                    return 1;
-                }
-                default -> {
-                    err.println("rdma4j link: unknown option '" + k + "'");
-                    return 1;
-                }
-            }
-        }
-        if (addrs.isEmpty()) {
-            err.println("rdma4j link: add " + name + " needs 'addr ADDRESS'");
+            RoceLinks.Entry entry = new RoceLinks.Entry(name, new RoceLinks.Addresses(addrs, port));
+            // rdma link add ... netdev X refuses a netdev that does not exist; an address no interface has
+            // would only fail later, in the process that first uses the device.
+            RoceLinks.checkLocal(name, entry.addresses());
+            RoceLinks.put(RoceLinks.file(), entry);
+            out.println("link " + name + " added: " + entry.addresses() + " (" + RoceLinks.file() + ")");
+            return 0;
+        } catch (IllegalArgumentException e) {
+            err.println("rdma4j link: " + e.getMessage());
             return 1;
         }
-        String entry = name + "=" + String.join(",", addrs) + (port == 4791 ? "" : "@" + port);
-        List<String> lines = readLines();
-        List<String> kept = new ArrayList<>();
-        for (String l : lines) {
-            if (!name.equals(entryName(l))) {
-                kept.add(l);
-            }
-        }
-        kept.add(entry);
-        write(kept);
-        out.println("link " + name + " added: " + entry.substring(name.length() + 1) + " (" + linksFile() + ")");
-        return 0;
     }
 
     private static int delete(String[] args, PrintStream out, PrintStream err) throws IOException {
@@ -153,21 +133,10 @@ final class LinkCommand {
             usage(err);
             return 1;
         }
-        List<String> lines = readLines();
-        List<String> kept = new ArrayList<>();
-        boolean found = false;
-        for (String l : lines) {
-            if (args[1].equals(entryName(l))) {
-                found = true;
-            } else {
-                kept.add(l);
-            }
-        }
-        if (!found) {
-            err.println("rdma4j link: no link " + args[1] + " in " + linksFile());
+        if (!RoceLinks.remove(RoceLinks.file(), args[1])) {
+            err.println("rdma4j link: no link " + args[1] + " in " + RoceLinks.file());
             return 1;
         }
-        write(kept);
         out.println("link " + args[1] + " deleted");
         return 0;
     }
@@ -187,26 +156,5 @@ final class LinkCommand {
             }
         }
         return 0;
-    }
-
-    private static String entryName(String line) {
-        String l = line.trim();
-        int eq = l.indexOf('=');
-        return l.startsWith("#") || eq <= 0 ? null : l.substring(0, eq).trim();
-    }
-
-    private static List<String> readLines() throws IOException {
-        Path f = linksFile();
-        return Files.isRegularFile(f) ? new ArrayList<>(Files.readAllLines(f)) : new ArrayList<>();
-    }
-
-    private static void write(List<String> lines) throws IOException {
-        Path f = linksFile();
-        if (f.getParent() != null) {
-            Files.createDirectories(f.getParent());
-        }
-        Path tmp = f.resolveSibling(f.getFileName() + ".tmp");
-        Files.write(tmp, lines);
-        Files.move(tmp, f, java.nio.file.StandardCopyOption.REPLACE_EXISTING, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
     }
 }

@@ -18,14 +18,9 @@ public final class Main {
      * @param args subcommand and its arguments
      */
     public static void main(String[] args) {
+        // Ctrl-C: a running tool stops, prints what it measured, and the JVM exits after that. A command
+        // that has returned is no longer running, so System.exit below does not wait for anything.
         StopSignal.installShutdownHook();
-        // Ctrl-C: the running test stops, prints what it measured, and the JVM exits after that.
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            Perftest.requestStop();
-            System.out.flush();
-            Perftest.awaitFinished(5_000);
-            System.out.flush();
-        }, "rdma4j-ctrl-c"));
         int rc = run(args, System.out, System.err);
         System.out.flush();
         System.exit(rc);
@@ -61,6 +56,8 @@ public final class Main {
                 return DevInfo.devinfoMain(rest, out, err);
             case "link":
                 return LinkCommand.main(rest, out, err);
+            case "rping":
+                return Rping.main(rest, out, err, StopSignal.PROCESS);
             case "ipoib":
                 return IpoibCommand.main(rest, out, err, StopSignal.PROCESS);
             case "impair":
@@ -81,7 +78,7 @@ public final class Main {
     private static int perftest(String cmd, String[] rest, PrintStream out, PrintStream err) {
         try {
             var o = PerftestOptions.parse(PerftestOptions.verbOf(cmd), cmd.endsWith("_lat"), rest);
-            return new Perftest(o, out, err).run();
+            return new Perftest(o, out, err, StopSignal.PROCESS).run();
         } catch (PerftestOptions.UsageException e) {
             err.println(cmd + ": " + e.getMessage());
             return 1;
@@ -102,6 +99,8 @@ public final class Main {
         s.println("  rc_pingpong|ud_pingpong|srq_pingpong [opts] [host]");
         s.println("                                 ibv_*_pingpong: server, or client of <host>; --loopback runs both");
         s.println("                                 here (rc_pingpong --help lists the flags)");
+        s.println("  rping -s|-c [-vVd] [-S size] [-C count] [-a addr] [-I addr] [-p port] [-P] [-q]");
+        s.println("                                 rdma-core's rping: connects with rdma_cm (the IB CM on the wire)");
         s.println("  link [add|delete|show]         configure RoCEv2 devices bound to IP addresses (like rdma link)");
         s.println("  ipoib -d dev --ifname ib0 --addr 10.200.0.1/24");
         s.println("                                 IP over InfiniBand (RFC 4391 datagram mode) on a TUN interface, until");

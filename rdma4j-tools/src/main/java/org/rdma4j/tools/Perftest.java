@@ -13,7 +13,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 
@@ -58,17 +57,19 @@ import org.rdma4j.verbs.WrOpcode;
 public final class Perftest {
     /** Give up when nothing completes for this long (the device stopped, or the peer died). */
     static final long STALL_NS = 20_000_000_000L;
+    /** While a side waits for the peer, it looks this often whether the peer closed the TCP exchange. */
+    static final long PEER_CHECK_NS = TimeUnit.MILLISECONDS.toNanos(100);
+    /**
+     * A wait fails this long after the peer closed the exchange. A peer closes it only after its last
+     * completion (and write_lat's linger), so what it sent before has arrived by then; the margin covers
+     * packets still on the wire.
+     */
+    static final long PEER_GRACE_NS = TimeUnit.SECONDS.toNanos(1);
     /** perftest's DEF_INLINE_WRITE: the default inline size of ib_write_lat. */
     static final int DEF_INLINE_WRITE = 220;
     /** perftest's DEF_INLINE_SEND_RC_UC: the default inline size of ib_send_lat. */
     static final int DEF_INLINE_SEND = 236;
     private static final VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
-    /**
-     * Latency waits spin this many times before they start yielding ({@code -Drdma4j.perftest.spins}). Pure
-     * spinning (a large value) gives the best t_typical on an idle machine and a far worse t_avg on a busy
-     * one, where a spinning side is preempted; 64 keeps both sides responsive on 2 vCPUs.
-     */
-    private static final int SPINS_BEFORE_YIELD = Integer.getInteger("rdma4j.perftest.spins", 64);
 
     /**
      * QPs of in-process devices that this JVM's tools have open ("GID/QPN"): an in-process device reaches
@@ -76,24 +77,35 @@ public final class Perftest {
      */
     private static final java.util.Set<String> IN_PROCESS_QPS = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
-    /** Set by Ctrl-C (the launcher's shutdown hook): runs stop, report what they measured, and return. */
-    private static volatile boolean stopRequested;
-    private static volatile CountDownLatch finished = new CountDownLatch(1);
-
     private final PerftestOptions o;
     private final PrintStream out;
     private final PrintStream err;
+    /** Ctrl-C: a stopped run reports what it measured and returns 130. */
+    private final StopSignal stop;
     private int timeoutMs;
 
     /**
+     * A test that only its own {@link StopSignal} stops (none the caller can reach: it runs to its end).
+     *
      * @param options the parsed command line
      * @param out     where the report goes
      * @param err     where errors go
      */
     public Perftest(PerftestOptions options, PrintStream out, PrintStream err) {
+        this(options, out, err, new StopSignal());
+    }
+
+    /**
+     * @param options the parsed command line
+     * @param out     where the report goes
+     * @param err     where errors go
+     * @param stop    stops the run (the launcher passes {@link StopSignal#PROCESS}, which SIGINT raises)
+     */
+    public Perftest(PerftestOptions options, PrintStream out, PrintStream err, StopSignal stop) {
         this.o = options;
         this.out = out;
         this.err = err;
+        this.stop = stop;
     }
 
     /**
@@ -106,31 +118,6 @@ public final class Perftest {
     public Perftest timeoutMs(int ms) {
         this.timeoutMs = ms;
         return this;
-    }
-
-    /** Asks a running test to stop (Ctrl-C): it reports what it measured so far. */
-    public static void requestStop() {
-        stopRequested = true;
-    }
-
-    /** Forgets a stop request (tests run several tools in one JVM). */
-    static void clearStop() {
-        stopRequested = false;
-    }
-
-    /**
-     * Waits for the test that was running when {@link #requestStop()} was called to print its report.
-     *
-     * @param ms the longest wait
-     * @return true when it finished in time
-     */
-    public static boolean awaitFinished(long ms) {
-        try {
-            return finished.await(ms, TimeUnit.MILLISECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return false;
-        }
     }
 
     /** A failure that ends the run with a message for the user. */
@@ -157,7 +144,7 @@ public final class Perftest {
      * @return the process exit status (0 on success, 130 when stopped by Ctrl-C)
      */
     public int run() {
-        finished = new CountDownLatch(1);
+        stop.enter();
         try {
             if (o.help) {
                 out.print(o.usage());
@@ -173,7 +160,7 @@ public final class Perftest {
             Role r = new Role(o.serverName != null, o.ibDev, out, true);
             return r.runGuarded(null);
         } finally {
-            finished.countDown();
+            stop.exit();
         }
     }
 
@@ -305,15 +292,26 @@ public final class Perftest {
             } catch (Stopped s) {
                 return 130;
             } catch (RunException | VerbsException | PerftestWire.WireException e) {
-                fail(e.getMessage());
-                return 1;
+                return stoppedOr(e);
             } catch (IOException e) {
-                fail(e.getMessage());
-                return 1;
+                return stoppedOr(e);
             } finally {
                 done = true;
                 close();
             }
+        }
+
+        /** A failure after Ctrl-C is the stop closing what the role waited on (the listener, the connection). */
+        private int stoppedOr(Exception e) {
+            if (stop.stopped()) {
+                text.flush();
+                if (reportErrors) {
+                    err.println(" Stopped (Ctrl-C) while waiting for the peer");
+                }
+                return 130;
+            }
+            fail(e.getMessage());
+            return 1;
         }
 
         private void fail(String msg) {
@@ -425,9 +423,10 @@ public final class Perftest {
                     if (boundPort != null) {
                         boundPort.complete(p);
                     }
-                });
+                }, stop);
                 ch.timeoutMs(timeoutMs);
             }
+            ch.stopOn(stop); // Ctrl-C ends a wait for a silent peer in a hand-shake
             connected = true;
             ch.exchangeVersions();
             ch.exchangeSysData();
@@ -635,7 +634,9 @@ public final class Perftest {
             qp.modify(rtr);
             QpAttributes rts = new QpAttributes().state(QpState.RTS).sqPsn(me.psn());
             if (o.connection.equals("RC")) {
-                rts.timeout(o.qpTimeout).retryCnt(7).rnrRetry(7)
+                // retry_cnt 6, not perftest's 7: rxe (and the soft device) retry forever on 7, so a dead peer
+                // would hang the run instead of failing with RETRY_EXC_ERR (docs/perftest.md)
+                rts.timeout(o.qpTimeout).retryCnt(6).rnrRetry(7)
                         .maxRdAtomic(rdAtomic ? Math.max(Math.min(me.outReads(), peer.outReads()), 1) : 1);
             }
             qp.modify(rts);
@@ -704,7 +705,7 @@ public final class Perftest {
                     text.print(PerftestFormat.reportLine(r, o.reportGbits));
                     text.flush();
                 }
-                if (stopRequested) {
+                if (stop.stopped()) {
                     stoppedAfterReport();
                 }
                 if (o.verb == Verb.SEND) {
@@ -835,12 +836,12 @@ public final class Perftest {
             long sampled = 0;
             long lastProgress = start;
             Progress progress = Progress.maybe(o, err, size, totIters, duration);
-            boolean stop = false;
+            boolean stopping = false;
 
             while (totscnt < totIters || totccnt < totIters
                     || (duration && (state != 3 || totccnt < totscnt || !allTrue(flushed)))) {
-                if (!stop && stopRequested) {
-                    stop = true;
+                if (!stopping && stop.stopped()) {
+                    stopping = true;
                     if (!duration) {
                         totIters = totscnt; // stop posting; wait for what is in flight
                     } else {
@@ -923,6 +924,8 @@ public final class Perftest {
                         if (progress != null) {
                             progress.update(now, duration ? now - start : totccnt);
                         }
+                    } else if (peerGone(now)) {
+                        throw peerClosed("send completions (scnt=" + totscnt + ", ccnt=" + totccnt + ")");
                     } else if (now - lastProgress > STALL_NS) {
                         throw new RunException("No completion for " + STALL_NS / 1_000_000_000L + " s: scnt=" + totscnt
                                 + ", ccnt=" + totccnt + " (the device stopped completing, or the peer is gone)"
@@ -940,12 +943,12 @@ public final class Perftest {
             PerftestFormat.Report r;
             if (duration) {
                 r = BwCalc.noPeak(size, sampled, (t1 == 0 ? System.nanoTime() : t1) - t0, unit);
-            } else if (noPeak || stop) {
+            } else if (noPeak || stopping) {
                 r = BwCalc.noPeak(size, totccnt, System.nanoTime() - start, unit);
             } else {
                 r = BwCalc.withPeak(size, totIters, tposted, compIdx, compTime, completions, unit);
             }
-            if (stop) {
+            if (stopping) {
                 throw new Interrupted(r, null);
             }
             return r;
@@ -1004,9 +1007,10 @@ public final class Perftest {
             int state = 0;
             long lastProgress = System.nanoTime();
             Progress progress = Progress.maybe(o, err, size, duration ? 0 : totIters, duration);
-            java.io.InputStream peer = ch.inputForPeek();
-            while (duration ? peer.available() == 0 : rcnt < totIters) {
-                if (stopRequested) {
+            // Duration mode ends when the client starts its closing hand-shake (bytes on the connection).
+            long nextLook = 0;
+            while (duration || rcnt < totIters) {
+                if (stop.stopped()) {
                     long now = System.nanoTime();
                     throw new Interrupted(BwCalc.noPeak(size, duration ? sampled : rcnt,
                             (duration ? (t1 == 0 ? now : t1) - t0 : now - first), unit), null);
@@ -1051,10 +1055,26 @@ public final class Perftest {
                     if (progress != null) {
                         progress.update(now, duration ? now - first : rcnt);
                     }
-                } else if (!duration && now - lastProgress > STALL_NS) {
-                    throw new RunException("No receive completion for " + STALL_NS / 1_000_000_000L + " s: rcnt="
-                            + rcnt + " of " + totIters);
                 } else {
+                    // Nothing received: has the client begun its closing hand-shake, or gone away?
+                    if (duration && ch.hasBytes()) {
+                        break;
+                    }
+                    if (now - nextLook >= 0) {
+                        nextLook = now + PEER_CHECK_NS;
+                        int peer = ch.peerState();
+                        if (peer > 0 && duration) {
+                            break;
+                        }
+                        if (peer < 0) {
+                            throw new RunException("The client closed the connection after " + rcnt + " receive(s)"
+                                    + (duration ? "" : " of " + totIters) + " (it ended or was killed)");
+                        }
+                    }
+                    if (now - lastProgress > STALL_NS) {
+                        throw new RunException("No receive completion for " + STALL_NS / 1_000_000_000L + " s: rcnt="
+                                + rcnt + (duration ? "" : " of " + totIters) + " (is the client still running?)");
+                    }
                     Thread.yield();
                 }
             }
@@ -1114,7 +1134,7 @@ public final class Perftest {
                         text.flush();
                     }
                 }
-                if (stopRequested) {
+                if (stop.stopped()) {
                     stoppedAfterReport();
                 }
             }
@@ -1124,7 +1144,7 @@ public final class Perftest {
                 if (printing()) {
                     text.print(PerftestFormat.RESULT_LINE);
                 }
-                lingers = lingerStart != null && !stopRequested;
+                lingers = lingerStart != null && !stop.stopped();
             } else if (o.verb == Verb.SEND) {
                 if (printing()) {
                     text.print(PerftestFormat.RESULT_LINE);
@@ -1158,7 +1178,7 @@ public final class Perftest {
             done = true;
             Role p = peer;
             Linger l = lingerStart;
-            Linger.End end = l.await(() -> p != null && p.done || stopRequested);
+            Linger.End end = l.await(() -> p != null && p.done || stop.stopped());
             lastLinger = l;
             if (reportErrors && (l.arrivals() > 0 || end == Linger.End.CAP)) {
                 // Only under loss: then it shows that the linger answered the peer's resends.
@@ -1205,7 +1225,7 @@ public final class Perftest {
             while (duration ? state != 3 : scnt < iters || rcnt < iters && o.verb != Verb.READ
                     && o.verb != Verb.ATOMIC || ccnt < scnt) {
                 long now = System.nanoTime();
-                if (stopRequested) {
+                if (stop.stopped()) {
                     return interruptedLat(size, tposted, (int) scnt, rtt, duration, sampled, t0, now);
                 }
                 if (duration) {
@@ -1239,7 +1259,7 @@ public final class Perftest {
                                     rcnt--;
                                     break run;
                                 }
-                                if (stopRequested) {
+                                if (stop.stopped()) {
                                     return interruptedLat(size, tposted, (int) scnt, rtt, duration, sampled, t0,
                                             System.nanoTime());
                                 }
@@ -1293,7 +1313,7 @@ public final class Perftest {
                                 if (duration && System.nanoTime() >= hardEnd) {
                                     break run;
                                 }
-                                if (stopRequested) {
+                                if (stop.stopped()) {
                                     return interruptedLat(size, tposted, (int) scnt, rtt, duration, sampled, t0,
                                             System.nanoTime());
                                 }
@@ -1364,18 +1384,49 @@ public final class Perftest {
             throw new Interrupted(null, posts >= 5 ? LatStats.of(size, tposted, posts, rtt) : null);
         }
 
+        /** When the peer's close was seen (0: not yet), and when to look next. */
+        private long peerClosedAt;
+        private long nextPeerCheck;
+
+        /**
+         * Whether the peer closed the TCP exchange at least {@link #PEER_GRACE_NS} ago; looks at the
+         * connection at most every {@link #PEER_CHECK_NS}.
+         *
+         * @param now the current time
+         * @return true when a wait for the peer should end
+         */
+        private boolean peerGone(long now) {
+            if (peerClosedAt == 0 && now - nextPeerCheck >= 0) {
+                nextPeerCheck = now + PEER_CHECK_NS;
+                try {
+                    if (ch.peerState() < 0) {
+                        peerClosedAt = now;
+                    }
+                } catch (IOException e) {
+                    peerClosedAt = now;
+                }
+            }
+            return peerClosedAt != 0 && now - peerClosedAt > PEER_GRACE_NS;
+        }
+
+        private RunException peerClosed(String what) {
+            return new RunException("The peer closed the connection while this side waited for " + what
+                    + " (it ended or was killed)");
+        }
+
         private int spinWait(int spins, long since, String what) {
-            // A short spin, then yield: the in-process device's engine needs a CPU too.
-            if (spins < SPINS_BEFORE_YIELD) {
-                Thread.onSpinWait();
-            } else {
-                Thread.yield();
-                if ((spins & 1023) == 0 && System.nanoTime() - since > STALL_NS) {
+            // A short spin, then yield: the device's threads and the peer need a CPU too (BusyPoll).
+            if (BusyPoll.yields(spins) && (spins & 63) == 0) {
+                long now = System.nanoTime();
+                if (now - since > STALL_NS) {
                     throw new RunException("Waited " + STALL_NS / 1_000_000_000L + " s for " + what
                             + " (is the peer still running?)" + inProcessHint());
                 }
+                if (peerGone(now)) {
+                    throw peerClosed(what);
+                }
             }
-            return spins + 1;
+            return BusyPoll.idle(spins);
         }
 
         /**

@@ -2,20 +2,23 @@
 package org.rdma4j.tools;
 
 import java.io.Closeable;
-import java.io.DataInputStream;
-import java.io.EOFException;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.net.SocketException;
 import java.net.SocketTimeoutException;
 import java.net.UnknownHostException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import jdk.net.ExtendedSocketOptions;
 
 /**
  * perftest's out-of-band exchange over TCP ("Data ex. method : Ethernet"), byte for byte as
@@ -223,21 +226,68 @@ public final class PerftestWire {
 
     // ---------------------------------------------------------------- the connection
 
-    /** One TCP connection to the peer, in the client or server role. */
+    /** A read on the connection ended because Ctrl-C was pressed and the peer stayed silent. */
+    static final class StoppedException extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        StoppedException() {
+            super("stopped (Ctrl-C) while waiting for the peer");
+        }
+    }
+
+    /**
+     * One TCP connection to the peer, in the client or server role. Every read ends: with the peer's
+     * bytes, with an error when the peer closed the connection (or its host vanished: TCP keepalive
+     * probes a silent connection after {@link #KEEPALIVE_IDLE_S} s), after the timeout if one is set,
+     * or when a {@link StopSignal} was raised and the peer stays silent for {@link #STOP_GRACE_NS}.
+     */
     public static final class Channel implements Closeable {
+        /** Reads wait in slices of this length, so that they notice a stop. */
+        static final int SLICE_MS = 100;
+        /**
+         * After Ctrl-C a hand-shake still completes if the peer answers within this time (in --loopback the
+         * other role stops too, and both print what they measured); a peer that stays silent no longer holds
+         * the process.
+         */
+        static final long STOP_GRACE_NS = TimeUnit.SECONDS.toNanos(2);
+        /** TCP keepalive on the connection: idle time before the first probe, seconds. */
+        static final int KEEPALIVE_IDLE_S = 10;
+        private static final int KEEPALIVE_INTERVAL_S = 5;
+        private static final int KEEPALIVE_PROBES = 3;
+
         private final Socket socket;
-        private final DataInputStream in;
+        private final InputStream in;
         private final OutputStream out;
         private final boolean client;
         private String peerVersion = WIRE_VERSION;
+        /** How long a read waits for the peer (0: no limit). */
+        private int timeoutMs;
+        /** Ends reads after Ctrl-C, or null. */
+        private StopSignal stop;
+        /** A byte {@link #peerState()} read ahead, or -1. */
+        private int peeked = -1;
 
         private Channel(Socket socket, boolean client, int timeoutMs) throws IOException {
             this.socket = socket;
             this.client = client;
+            this.timeoutMs = timeoutMs;
             socket.setTcpNoDelay(true);
-            socket.setSoTimeout(timeoutMs);
-            this.in = new DataInputStream(socket.getInputStream());
+            socket.setSoTimeout(SLICE_MS);
+            keepAlive(socket);
+            this.in = socket.getInputStream();
             this.out = socket.getOutputStream();
+        }
+
+        /** A peer host that vanished (no FIN, no RST) is found by keepalive probes rather than never. */
+        private static void keepAlive(Socket s) throws IOException {
+            s.setKeepAlive(true);
+            try {
+                s.setOption(ExtendedSocketOptions.TCP_KEEPIDLE, KEEPALIVE_IDLE_S);
+                s.setOption(ExtendedSocketOptions.TCP_KEEPINTERVAL, KEEPALIVE_INTERVAL_S);
+                s.setOption(ExtendedSocketOptions.TCP_KEEPCOUNT, KEEPALIVE_PROBES);
+            } catch (UnsupportedOperationException e) {
+                // the platform's defaults (hours) apply
+            }
         }
 
         /**
@@ -251,26 +301,55 @@ public final class PerftestWire {
          */
         public static Channel accept(int port, int timeoutMs, java.util.function.IntConsumer onBound)
                 throws IOException {
+            return accept(port, timeoutMs, onBound, null);
+        }
+
+        /**
+         * {@link #accept(int, int, java.util.function.IntConsumer)} that Ctrl-C interrupts.
+         *
+         * @param port      the TCP port (0: any; see {@code onBound})
+         * @param timeoutMs how long to wait for the client and for each later message (0: forever)
+         * @param onBound   told the bound port before accepting (may be null)
+         * @param stop      closes the listening socket when raised (may be null)
+         * @return the connection
+         * @throws IOException when the port cannot be bound, nobody connects in time, or a stop closed it
+         */
+        static Channel accept(int port, int timeoutMs, java.util.function.IntConsumer onBound, StopSignal stop)
+                throws IOException {
             try (ServerSocket ss = new ServerSocket()) {
-                ss.setReuseAddress(true);
+                if (stop != null) {
+                    stop.register(ss);
+                }
                 try {
-                    ss.bind(new InetSocketAddress(port), 1);
-                } catch (IOException e) {
-                    throw new IOException("Couldn't listen to port " + port + ": " + e.getMessage(), e);
+                    return acceptOn(ss, port, timeoutMs, onBound);
+                } finally {
+                    if (stop != null) {
+                        stop.unregister(ss);
+                    }
                 }
-                if (onBound != null) {
-                    onBound.accept(ss.getLocalPort());
-                }
-                ss.setSoTimeout(timeoutMs);
-                Socket s;
-                try {
-                    s = ss.accept();
-                } catch (SocketTimeoutException e) {
-                    throw new IOException("No client connected to port " + ss.getLocalPort() + " within "
-                            + timeoutMs / 1000 + " s", e);
-                }
-                return new Channel(s, false, timeoutMs);
             }
+        }
+
+        private static Channel acceptOn(ServerSocket ss, int port, int timeoutMs, java.util.function.IntConsumer onBound)
+                throws IOException {
+            ss.setReuseAddress(true);
+            try {
+                ss.bind(new InetSocketAddress(port), 1);
+            } catch (IOException e) {
+                throw new IOException("Couldn't listen to port " + port + ": " + e.getMessage(), e);
+            }
+            if (onBound != null) {
+                onBound.accept(ss.getLocalPort());
+            }
+            ss.setSoTimeout(timeoutMs);
+            Socket s;
+            try {
+                s = ss.accept();
+            } catch (SocketTimeoutException e) {
+                throw new IOException("No client connected to port " + ss.getLocalPort() + " within "
+                        + timeoutMs / 1000 + " s", e);
+            }
+            return new Channel(s, false, timeoutMs);
         }
 
         /**
@@ -305,16 +384,57 @@ public final class PerftestWire {
         }
 
         /**
-         * @param ms the read timeout from now on (0: none)
-         * @throws IOException when the socket is closed
+         * @param ms how long a read waits for the peer from now on (0: no limit)
          */
-        void timeoutMs(int ms) throws IOException {
-            socket.setSoTimeout(ms);
+        void timeoutMs(int ms) {
+            this.timeoutMs = ms;
         }
 
-        /** @return the stream from the peer, to look whether it has sent something ({@code available()}) */
-        java.io.InputStream inputForPeek() {
-            return in;
+        /** @param s ends reads once raised and the peer stays silent (null: none) */
+        void stopOn(StopSignal s) {
+            this.stop = s;
+        }
+
+        /**
+         * @return whether bytes from the peer wait to be read (does not block)
+         * @throws IOException when this side's socket is closed
+         */
+        boolean hasBytes() throws IOException {
+            return peeked >= 0 || in.available() > 0;
+        }
+
+        /**
+         * Looks, for at most a millisecond, whether the peer sent something or closed the connection;
+         * consumes nothing.
+         *
+         * @return 1 when bytes from the peer wait to be read, -1 when it closed the connection (or it was
+         *         reset), 0 when neither
+         * @throws IOException when this side's socket is closed
+         */
+        int peerState() throws IOException {
+            if (peeked >= 0 || in.available() > 0) {
+                return 1;
+            }
+            socket.setSoTimeout(1);
+            try {
+                int b = in.read();
+                if (b < 0) {
+                    return -1;
+                }
+                peeked = b;
+                return 1;
+            } catch (SocketTimeoutException e) {
+                return 0;
+            } catch (SocketException e) {
+                if (socket.isClosed()) {
+                    throw e;
+                }
+                return -1; // connection reset: the peer is gone
+            } finally {
+                if (!socket.isClosed()) {
+                    socket.setSoTimeout(SLICE_MS);
+                }
+            }
         }
 
         /** @return true on the client side */
@@ -354,12 +474,40 @@ public final class PerftestWire {
         }
 
         private void readFully(byte[] r) throws IOException {
-            try {
-                in.readFully(r);
-            } catch (EOFException e) {
-                throw new IOException("the peer closed the connection", e);
-            } catch (SocketTimeoutException e) {
-                throw new IOException("the peer sent nothing for " + socket.getSoTimeout() / 1000 + " s", e);
+            long start = System.nanoTime();
+            long stopSeen = 0;
+            int off = 0;
+            if (peeked >= 0 && r.length > 0) {
+                r[off++] = (byte) peeked;
+                peeked = -1;
+            }
+            while (off < r.length) {
+                int n;
+                try {
+                    n = in.read(r, off, r.length - off);
+                } catch (SocketTimeoutException e) {
+                    long now = System.nanoTime();
+                    if (stop != null && stop.stopped()) {
+                        if (stopSeen == 0) {
+                            stopSeen = now;
+                        } else if (now - stopSeen > STOP_GRACE_NS) {
+                            throw new StoppedException();
+                        }
+                    }
+                    if (timeoutMs > 0 && now - start > TimeUnit.MILLISECONDS.toNanos(timeoutMs)) {
+                        throw new IOException("the peer sent nothing for " + timeoutMs / 1000 + " s", e);
+                    }
+                    continue;
+                } catch (SocketException e) {
+                    if (socket.isClosed()) {
+                        throw e;
+                    }
+                    throw new IOException("the peer closed the connection (" + e.getMessage() + ")", e);
+                }
+                if (n < 0) {
+                    throw new IOException("the peer closed the connection");
+                }
+                off += n;
             }
         }
 

@@ -503,7 +503,9 @@ public final class PingPong {
                 av.dlid(remote[i].lid() & 0xFFFF);
                 modify(i, new QpAttributes().state(QpState.RTR).av(av).pathMtu(Mtu.ofBytes(o.mtu))
                         .destQpNum(remote[i].qpn()).rqPsn(remote[i].psn()).maxDestRdAtomic(1).minRnrTimer(12), "RTR");
-                modify(i, new QpAttributes().state(QpState.RTS).timeout(14).retryCnt(7).rnrRetry(7)
+                // retry_cnt 6, not rdma-core's 7: rxe (and the soft device) retry forever on 7, so a dead peer
+                // would hang us instead of failing with RETRY_EXC_ERR (docs/perftest.md)
+                modify(i, new QpAttributes().state(QpState.RTS).timeout(14).retryCnt(6).rnrRetry(7)
                         .sqPsn(mine[i].psn()).maxRdAtomic(1), "RTS");
             }
         }
@@ -605,15 +607,12 @@ public final class PingPong {
                         showProgress(Math.min(rcnt, scnt), iters, now - start);
                         nextProgress = now + PROGRESS_NS;
                     }
-                    // Busy polling as rdma-core, but giving the core away now and then: in loopback the
-                    // peer's thread may need it to answer.
-                    if ((++idlePolls & 0x3FF) == 0) {
-                        Thread.yield();
-                    } else {
-                        Thread.onSpinWait();
-                    }
+                    // Busy polling as rdma-core, but giving the core away once the wait is long: the
+                    // peer (in loopback its thread, between processes its poller) may need it to answer.
+                    idlePolls = BusyPoll.idle(idlePolls);
                     continue;
                 }
+                idlePolls = 0;
                 lastCompletion = System.nanoTime();
                 for (int i = 0; i < ne; i++) {
                     WorkCompletion wc = wcs[i];

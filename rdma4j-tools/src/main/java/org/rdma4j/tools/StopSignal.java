@@ -11,13 +11,18 @@ import java.util.concurrent.atomic.AtomicInteger;
  * blocks on (a listening socket) so that {@link #stop()} can unblock it; the tool then prints what
  * it measured and cleans up. The launcher's JVM turns SIGINT into {@link #stop()} through a shutdown
  * hook ({@link #installShutdownHook()}), which waits for running tools to finish their report before
- * the JVM exits. Thread-safe.
+ * the JVM exits; every tool of the launcher brackets its run with {@link #enter()} and {@link #exit()},
+ * so the hook has nothing to wait for once the command has returned. Thread-safe.
  */
 public final class StopSignal {
     /** The process-wide signal the launcher connects to SIGINT. */
     public static final StopSignal PROCESS = new StopSignal();
-    /** How long the shutdown hook waits for tools to print and clean up. */
-    static final long HOOK_WAIT_NS = TimeUnit.SECONDS.toNanos(5);
+    /**
+     * How long the shutdown hook waits for running tools to print and clean up
+     * ({@code -Drdma4j.tools.stopWaitMs}, default 5000). It waits only while a tool runs: a command
+     * that has returned exits at once.
+     */
+    static final long HOOK_WAIT_NS = TimeUnit.MILLISECONDS.toNanos(Long.getLong("rdma4j.tools.stopWaitMs", 5_000));
 
     private volatile boolean stopped;
     private final List<AutoCloseable> blockers = new CopyOnWriteArrayList<>();
@@ -107,11 +112,21 @@ public final class StopSignal {
      * what it measured and releases its resources before the JVM exits.
      */
     static void installShutdownHook() {
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            if (PROCESS.running.get() > 0) {
-                PROCESS.stop();
-                PROCESS.awaitIdle(HOOK_WAIT_NS);
-            }
-        }, "rdma4j-stop"));
+        Runtime.getRuntime().addShutdownHook(new Thread(PROCESS::onShutdown, "rdma4j-stop"));
+    }
+
+    /**
+     * The shutdown hook's work: when a tool is running (SIGINT, SIGTERM), stop it and wait for its report;
+     * otherwise (the command returned and called System.exit) nothing.
+     *
+     * @return whether it waited
+     */
+    boolean onShutdown() {
+        if (running.get() <= 0) {
+            return false;
+        }
+        stop();
+        awaitIdle(HOOK_WAIT_NS);
+        return true;
     }
 }

@@ -313,12 +313,13 @@ class PerftestEndToEndTest {
     /** Captures the output and presses "Ctrl-C" once the result header has been printed. */
     private static final class StopAtHeader extends java.io.OutputStream {
         final ByteArrayOutputStream buf = new ByteArrayOutputStream();
+        final StopSignal stop = new StopSignal();
 
         @Override
         public void write(int b) {
             buf.write(b);
             if (b == '\n' && buf.toString(StandardCharsets.UTF_8).contains(" #bytes ")) {
-                Perftest.requestStop();
+                stop.stop();
             }
         }
     }
@@ -335,9 +336,7 @@ class PerftestEndToEndTest {
              var e = new PrintStream(err, true, StandardCharsets.UTF_8)) {
             var opts = PerftestOptions.parse(PerftestOptions.verbOf(tool), tool.endsWith("_lat"), "--loopback",
                     "-s", "64", "-n", "100000000");
-            rc = new Perftest(opts, o, e).timeoutMs(60_000).run();
-        } finally {
-            Perftest.clearStop();
+            rc = new Perftest(opts, o, e, cap.stop).timeoutMs(60_000).run();
         }
         String out = cap.buf.toString(StandardCharsets.UTF_8);
         assertEquals(130, rc, err + out);

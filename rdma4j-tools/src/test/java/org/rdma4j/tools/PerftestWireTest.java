@@ -180,6 +180,67 @@ class PerftestWireTest {
         assertTrue(msg.contains("not compatible with versions older than 5.70") && msg.contains("5.60"), msg);
     }
 
+    /**
+     * Issue 16 item 14: a side that waits for its peer can tell "nothing yet" from "bytes waiting" from
+     * "closed", without consuming what it looked at.
+     */
+    @Test
+    void peerStateTellsSilenceBytesAndClose() throws Exception {
+        try (ServerSocket ss = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            CompletableFuture<Socket> accepted = CompletableFuture.supplyAsync(() -> {
+                try {
+                    return ss.accept();
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            });
+            try (PerftestWire.Channel ch = PerftestWire.Channel.connect("127.0.0.1", ss.getLocalPort(), 10_000);
+                 Socket peer = accepted.get(10, TimeUnit.SECONDS)) {
+                assertEquals(0, ch.peerState());
+                assertTrue(!ch.hasBytes());
+                // the peer's reply to exchangeMtu (2 ASCII bytes), then it closes
+                peer.getOutputStream().write(PerftestWire.encodeMtu(3));
+                peer.getOutputStream().flush();
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+                while (ch.peerState() == 0 && System.nanoTime() < deadline) {
+                    Thread.onSpinWait();
+                }
+                assertEquals(1, ch.peerState());
+                assertTrue(ch.hasBytes());
+                peer.shutdownOutput();
+                assertEquals(3, ch.exchangeMtu(5), "the byte peerState looked at is still read");
+                while (ch.peerState() == 0 && System.nanoTime() < deadline) {
+                    Thread.onSpinWait();
+                }
+                assertEquals(-1, ch.peerState());
+                var e = assertThrows(IOException.class, () -> ch.exchangeMtu(5));
+                assertTrue(e.getMessage().contains("the peer closed the connection"), e.getMessage());
+            }
+        }
+    }
+
+    /** Ctrl-C ends a read from a silent peer (after the grace a hand-shake in progress gets). */
+    @Test
+    void aStopEndsAReadFromASilentPeer() throws Exception {
+        try (ServerSocket ss = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            CompletableFuture<Socket> accepted = CompletableFuture.supplyAsync(() -> {
+                try {
+                    return ss.accept();
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            });
+            try (PerftestWire.Channel ch = PerftestWire.Channel.connect("127.0.0.1", ss.getLocalPort(), 0);
+                 Socket peer = accepted.get(10, TimeUnit.SECONDS)) {
+                StopSignal stop = new StopSignal();
+                ch.stopOn(stop);
+                stop.stop();
+                assertThrows(PerftestWire.StoppedException.class, () -> ch.exchangeMtu(5));
+                assertTrue(peer.isConnected());
+            }
+        }
+    }
+
     @Test
     void connectionRefusedNamesTheAddressTried() throws Exception {
         int port;

@@ -34,7 +34,7 @@ class ReadmeExampleTest {
     void readmeExample() {
         assumeTrue(Verbs.devices().size() >= 2, "needs soft0 and soft1");
         // --- README begin
-        try (Arena arena = Arena.ofConfined();
+        try (Arena arena = Arena.ofShared(); // the device uses it from its own threads: not ofConfined()
              Context a = Verbs.device("soft0").open();
              Context b = Verbs.device("soft1").open();
              ProtectionDomain pdA = a.allocPd();
@@ -57,7 +57,7 @@ class ReadmeExampleTest {
                         .singleSge(mrA.address(), 12, mrA.lkey())
                         .remoteAddr(mrB.address()).rkey(mrB.rkey());
                 if (!qpA.postSend(wr)) {
-                    throw new IllegalStateException("post failed: " + wr.postError());
+                    throw new IllegalStateException("post failed: " + wr.postErrorMessage());
                 }
                 WorkCompletion wc = new WorkCompletion();
                 while (!cqA.poll(wc)) {
@@ -77,8 +77,10 @@ class ReadmeExampleTest {
                 .accessFlags(AccessFlag.of(AccessFlag.LOCAL_WRITE, AccessFlag.REMOTE_WRITE)));
         qp.modify(new QpAttributes().state(QpState.RTR).pathMtu(Mtu.MTU_1024).destQpNum(peerQpn).rqPsn(0)
                 .maxDestRdAtomic(1).minRnrTimer(12).av(new AhAttributes().dgid(peerGid).sgidIndex(0)));
+        // retry_cnt 6: a dead peer fails the WR with RETRY_EXC_ERR after 7 timeouts of 67 ms; 7 would
+        // retry forever (rxe, and the soft device, treat it as infinite, like rnr_retry 7)
         qp.modify(new QpAttributes().state(QpState.RTS).sqPsn(0)
-                .timeout(14).retryCnt(7).rnrRetry(7).maxRdAtomic(1));
+                .timeout(14).retryCnt(6).rnrRetry(7).maxRdAtomic(1));
     }
     // --- README connect end
 }

@@ -104,6 +104,50 @@ class TwoProcessRoceTest {
         }
     }
 
+    /**
+     * Issue 16 item 14: a SEND bandwidth server in duration mode waited for its client's closing hand-shake
+     * forever when the client died. The client is killed (SIGKILL, by PID: only the process this test
+     * started) while the server is receiving; the server must end with a message. The bound only turns a
+     * hang into a failure.
+     */
+    @Test
+    void sendBwServerEndsWithAMessageWhenItsClientIsKilled() throws Exception {
+        int udp = freeUdpPort();
+        int tcp = freeTcpPort();
+        List<String> args = List.of("-x", "0", "-D", "10", "-s", "65536", "--progress", "-p", Integer.toString(tcp));
+        Path serverOut = dir.resolve("server.out");
+        Process server = start(serverOut, "rxe0=127.0.0.1@" + udp, "ib_send_bw", "-d rxe0", args, null);
+        try {
+            awaitListening(server, tcp);
+            Process client = start(dir.resolve("client.out"), "rxe1=127.0.0.2@" + udp, "ib_send_bw", "-d rxe1", args,
+                    "127.0.0.1");
+            try {
+                // the server's progress line: it is in its receive loop and SENDs are arriving
+                awaitOutput(server, serverOut, "\r 65536 B: ");
+                assertTrue(client.isAlive(), Files.readString(dir.resolve("client.out")));
+                client.destroyForcibly(); // SIGKILL: no closing hand-shake, the kernel closes its socket
+                assertTrue(client.waitFor(TIMEOUT_S, TimeUnit.SECONDS));
+                assertTrue(server.waitFor(60, TimeUnit.SECONDS), "the server still waits for its killed client:\n"
+                        + Files.readString(serverOut));
+                String s = Files.readString(serverOut);
+                assertEquals(1, server.exitValue(), s);
+                assertTrue(s.contains("The client closed the connection after "), s);
+            } finally {
+                client.destroyForcibly();
+            }
+        } finally {
+            server.destroyForcibly();
+        }
+    }
+
+    private static void awaitOutput(Process p, Path output, String text) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(TIMEOUT_S);
+        while (System.nanoTime() < deadline && p.isAlive() && !Files.readString(output).contains(text)) {
+            p.waitFor(20, TimeUnit.MILLISECONDS); // bounded wait on the process, not a sleep-as-sync
+        }
+        assertTrue(Files.readString(output).contains(text), "no '" + text + "' in\n" + Files.readString(output));
+    }
+
     @Test
     void unboundAddressIsReportedNotFatal() throws Exception {
         // 192.0.2.1 (TEST-NET-1) is not on this host: the device is left out with the address named

@@ -14,6 +14,8 @@ public interface CompletionChannel extends AutoCloseable {
      *
      * @param timeout how long to wait; zero polls
      * @return the CQ that has a new completion, or null on timeout
+     * @throws VerbsException EINVAL if the channel is closed, also when that happens while the thread waits,
+     *                        and when the last CQ on the channel is closed while it waits (no event can come)
      */
     CompletionQueue getCqEvent(Duration timeout);
 

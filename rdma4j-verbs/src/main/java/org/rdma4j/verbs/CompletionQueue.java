@@ -18,6 +18,7 @@ public interface CompletionQueue extends AutoCloseable {
      * @param wcs reusable completion objects
      * @param max how many to take at most
      * @return how many were filled in (0 if none)
+     * @throws VerbsException EINVAL if the CQ is closed (as {@link #reqNotify} on it does)
      */
     int poll(WorkCompletion[] wcs, int max);
 
@@ -26,6 +27,7 @@ public interface CompletionQueue extends AutoCloseable {
      *
      * @param wc filled in when a completion is available
      * @return true if one was taken
+     * @throws VerbsException EINVAL if the CQ is closed
      */
     boolean poll(WorkCompletion wc);
 

@@ -69,6 +69,7 @@ public interface Context extends AutoCloseable {
      *
      * @param timeout how long to wait; zero polls
      * @return the event, or null on timeout
+     * @throws VerbsException EINVAL if the context is closed, also when that happens while the thread waits
      */
     AsyncEvent getAsyncEvent(Duration timeout);
 

@@ -12,6 +12,11 @@ public interface Device {
     /** @return the name of the provider that drives it */
     String providerName();
 
+    /** @return the transport; {@link TransportType#IB} unless the provider says otherwise */
+    default TransportType transportType() {
+        return TransportType.IB;
+    }
+
     /**
      * Opens the device (ibv_open_device).
      *

@@ -10,22 +10,55 @@ public enum Errno {
     EPERM(1),
     /** No such entry (e.g. unknown device or GID index). */
     ENOENT(2),
+    /** Input/output error: the device or its driver failed (e.g. it was removed). */
+    EIO(5),
     /** Try again: a queue is full. */
     EAGAIN(11),
     /** Out of memory or a queue/table limit was reached. */
     ENOMEM(12),
     /** Permission denied. */
     EACCES(13),
+    /** Bad address: memory the kernel was given is not mapped. */
+    EFAULT(14),
     /** Resource busy: the object still has live children or users. */
     EBUSY(16),
+    /** The entry exists already. */
+    EEXIST(17),
+    /** No such device: no RDMA device owns the address, the device went away, or the kernel has no RDMA stack. */
+    ENODEV(19),
     /** Invalid argument. */
     EINVAL(22),
+    /** Not implemented: the kernel lacks the call (e.g. no RDMA stack loaded). */
+    ENOSYS(38),
+    /** No data available (rdma_cm: neighbour not resolved yet). */
+    ENODATA(61),
+    /** Protocol error (a peer sent something the protocol does not allow). */
+    EPROTO(71),
     /** Not supported by this provider. */
     EOPNOTSUPP(95),
+    /**
+     * Address already in use: another CM ID is bound to that address and port, or another process (or
+     * rdma_rxe) has a RoCE device's address and port.
+     */
+    EADDRINUSE(98),
     /** Cannot assign requested address: a socket could not be bound to the configured address. */
     EADDRNOTAVAIL(99),
+    /** Network unreachable: no route to the destination. */
+    ENETUNREACH(101),
+    /** Connection reset by peer. */
+    ECONNRESET(104),
+    /** Already connected. */
+    EISCONN(106),
+    /** Not connected. */
+    ENOTCONN(107),
     /** Timed out. */
-    ETIMEDOUT(110);
+    ETIMEDOUT(110),
+    /** Connection refused: nobody listens there, or the peer rejected the connection. */
+    ECONNREFUSED(111),
+    /** No route to host. */
+    EHOSTUNREACH(113),
+    /** Operation already in progress. */
+    EALREADY(114);
 
     private final int value;
 
@@ -33,8 +66,24 @@ public enum Errno {
         this.value = value;
     }
 
-    /** @return the Linux errno number */
+    /** {@return the Linux errno number} */
     public int value() {
         return value;
+    }
+
+    /**
+     * The constant of an errno number.
+     *
+     * @param value a Linux errno number, positive or negative (rdma_cm event statuses are negative)
+     * @return the constant, or null if this enum has none for it
+     */
+    public static Errno of(int value) {
+        int v = Math.abs(value);
+        for (Errno e : values()) {
+            if (e.value == v) {
+                return e;
+            }
+        }
+        return null;
     }
 }

@@ -13,14 +13,24 @@ public interface ProtectionDomain extends AutoCloseable {
     Context context();
 
     /**
-     * Registers memory (ibv_reg_mr). The region keeps the segment alive until it is deregistered.
+     * Registers memory (ibv_reg_mr).
      *
-     * @param segment a native segment
+     * <p>The region does not keep the segment's arena open: FFM offers no way to pin an arena, so
+     * {@code arena.close()} succeeds under a live registration. Close the arena only after deregistering
+     * (try-with-resources does, when the arena is opened first). If it is closed earlier, the memory is
+     * never touched again: every later device access to it fails, the work request completing with an
+     * error (a protection error locally, the remote access error at a peer), and the DMA checker reports
+     * it. Software devices reach memory from threads of their own, so the memory must come from an arena
+     * every thread may use: {@code Arena.ofShared()}, {@code Arena.ofAuto()} or {@code Arena.global()}.
+     *
+     * @param segment a native segment of a live arena that every thread may access
      * @param access  access flags; REMOTE_WRITE and REMOTE_ATOMIC require LOCAL_WRITE
      * @return the memory region
-     * @throws VerbsException EINVAL for a heap segment, an empty segment or invalid flags; EOPNOTSUPP
-     *                        when the device could reach the memory only through bounce buffers, which
-     *                        would hide remote writes from the CPU; ENOMEM when its IOMMU window is full
+     * @throws VerbsException EINVAL for a heap segment, an empty segment, a segment longer than the
+     *                        device's max_mr_size, a closed arena's segment, a confined arena's segment
+     *                        where the device cannot use one, or invalid flags; EOPNOTSUPP when the
+     *                        device could reach the memory only through bounce buffers, which would hide
+     *                        remote writes from the CPU; ENOMEM when its IOMMU window is full
      */
     MemoryRegion regMr(MemorySegment segment, Set<AccessFlag> access);
 

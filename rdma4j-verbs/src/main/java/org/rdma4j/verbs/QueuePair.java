@@ -40,7 +40,8 @@ public interface QueuePair extends AutoCloseable {
      * Posts one send request.
      *
      * @param wr the request (copied)
-     * @return true if posted; false with {@link SendWorkRequest#postError()} set otherwise
+     * @return true if posted; false with {@link SendWorkRequest#postError()} and
+     *         {@link SendWorkRequest#postErrorMessage()} set otherwise
      */
     boolean postSend(SendWorkRequest wr);
 
@@ -49,7 +50,8 @@ public interface QueuePair extends AutoCloseable {
      *
      * @param wrs   requests (copied)
      * @param count how many of {@code wrs} to post
-     * @return how many were posted; if less than count, {@code wrs[result].postError()} says why
+     * @return how many were posted; if less than count, {@code wrs[result].postError()} and
+     *         {@code postErrorMessage()} say why
      */
     int postSend(SendWorkRequest[] wrs, int count);
 
@@ -57,7 +59,8 @@ public interface QueuePair extends AutoCloseable {
      * Posts one receive request.
      *
      * @param wr the request (copied)
-     * @return true if posted; false with {@link RecvWorkRequest#postError()} set otherwise
+     * @return true if posted; false with {@link RecvWorkRequest#postError()} and
+     *         {@link RecvWorkRequest#postErrorMessage()} set otherwise
      */
     boolean postRecv(RecvWorkRequest wr);
 

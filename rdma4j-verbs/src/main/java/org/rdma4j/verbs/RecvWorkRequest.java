@@ -10,6 +10,7 @@ public final class RecvWorkRequest {
     private final ScatterGatherEntry[] sgList;
     private int numSge;
     private Errno postError;
+    private String postErrorMessage;
 
     /** Creates a request with room for 4 scatter entries. */
     public RecvWorkRequest() {
@@ -74,14 +75,37 @@ public final class RecvWorkRequest {
         return this;
     }
 
-    /** @return why the last post of this request was refused, or null */
+    /** @return why the last post of this request was refused, or null if it was accepted */
     public Errno postError() {
         return postError;
     }
 
-    /** @param postError set by providers when they refuse the request */
+    /**
+     * @return what was wrong with the last refused post and what to do about it (for example "QP 0x11 is in
+     *         RESET: ..."), or null if it was accepted; the errno alone when the provider gave no sentence
+     */
+    public String postErrorMessage() {
+        return postError == null ? null : postErrorMessage != null ? postErrorMessage : postError.name();
+    }
+
+    /**
+     * Set by providers when they refuse this request at post time, without a sentence.
+     *
+     * @param postError the reason, or null
+     */
     public void postError(Errno postError) {
+        postError(postError, null);
+    }
+
+    /**
+     * Set by providers when they refuse this request at post time.
+     *
+     * @param postError the reason, or null when the request was accepted
+     * @param message   what was wrong and what to do, or null
+     */
+    public void postError(Errno postError, String message) {
         this.postError = postError;
+        this.postErrorMessage = message;
     }
 
     @Override

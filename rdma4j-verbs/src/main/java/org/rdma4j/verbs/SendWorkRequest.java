@@ -22,6 +22,7 @@ public final class SendWorkRequest {
     private int remoteQpn;
     private int remoteQkey;
     private Errno postError;
+    private String postErrorMessage;
 
     /** Creates a request with room for 4 scatter/gather entries. */
     public SendWorkRequest() {
@@ -56,6 +57,7 @@ public final class SendWorkRequest {
         remoteQpn = 0;
         remoteQkey = 0;
         postError = null;
+        postErrorMessage = null;
         return this;
     }
 
@@ -235,12 +237,31 @@ public final class SendWorkRequest {
     }
 
     /**
-     * Set by providers when they refuse this request at post time.
+     * @return what was wrong with the last refused post and what to do about it (for example "QP 0x11 is in
+     *         RESET: ..."), or null if it was accepted; the errno alone when the provider gave no sentence
+     */
+    public String postErrorMessage() {
+        return postError == null ? null : postErrorMessage != null ? postErrorMessage : postError.name();
+    }
+
+    /**
+     * Set by providers when they refuse this request at post time, without a sentence.
      *
      * @param postError the reason, or null
      */
     public void postError(Errno postError) {
+        postError(postError, null);
+    }
+
+    /**
+     * Set by providers when they refuse this request at post time.
+     *
+     * @param postError the reason, or null when the request was accepted
+     * @param message   what was wrong and what to do, or null
+     */
+    public void postError(Errno postError, String message) {
         this.postError = postError;
+        this.postErrorMessage = message;
     }
 
     @Override

@@ -27,13 +27,21 @@ public final class Verbs {
      * @throws VerbsException ENOENT naming the known devices when there is none by that name
      */
     public static Device device(String name) {
-        List<Device> all = devices();
-        for (Device d : all) {
-            if (d.name().equals(name)) {
-                return d;
+        List<Device> all = new ArrayList<>();
+        StringBuilder why = new StringBuilder();
+        for (VerbsProvider p : ServiceLoader.load(VerbsProvider.class)) {
+            for (Device d : p.devices()) {
+                if (d.name().equals(name)) {
+                    return d;
+                }
+                all.add(d);
+            }
+            String status = p.status();
+            if (status != null && !status.isEmpty()) {
+                why.append("; ").append(p.name()).append(": ").append(status);
             }
         }
         List<String> names = all.stream().map(Device::name).toList();
-        throw new VerbsException(Errno.ENOENT, "IB device " + name + " not found; known devices: " + names);
+        throw new VerbsException(Errno.ENOENT, "IB device " + name + " not found; known devices: " + names + why);
     }
 }

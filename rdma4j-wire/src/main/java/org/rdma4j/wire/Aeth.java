@@ -30,6 +30,46 @@ public final class Aeth {
     /** NAK code 4: invalid RD request. */
     public static final int NAK_INVALID_RD_REQUEST = 4;
 
+    // Whole syndromes, named as rxe_hdr.h names them (enum aeth_syndrome): what the engine sends and tests.
+    /**
+     * Mask of the syndrome's type: bits 7..5 (rxe AETH_TYPE_MASK; bit 7 is reserved, so a syndrome with it set
+     * matches none of the types below).
+     */
+    public static final int TYPE_MASK = 0xE0;
+    /** Syndrome type ACK (rxe AETH_ACK). */
+    public static final int TYPE_ACK = ACK;
+    /** Syndrome type RNR NAK (rxe AETH_RNR_NAK). */
+    public static final int TYPE_RNR_NAK = RNR_NAK;
+    /** Syndrome type NAK (rxe AETH_NAK). */
+    public static final int TYPE_NAK = NAK;
+    /** An ACK with the invalid credit count: rxe AETH_ACK_UNLIMITED, the only ACK rxe sends. */
+    public static final int ACK_UNLIMITED = ACK | CREDITS_INVALID;
+    /** NAK, PSN sequence error (rxe AETH_NAK_PSN_SEQ_ERROR). */
+    public static final int NAK_PSN_SEQ_ERROR = NAK | NAK_PSN_SEQUENCE_ERROR;
+    /** NAK, invalid request (rxe AETH_NAK_INVALID_REQ). */
+    public static final int NAK_INVALID_REQ = NAK | NAK_INVALID_REQUEST;
+    /** NAK, remote access error (rxe AETH_NAK_REM_ACC_ERR). */
+    public static final int NAK_REM_ACC_ERR = NAK | NAK_REMOTE_ACCESS_ERROR;
+    /** NAK, remote operational error (rxe AETH_NAK_REM_OP_ERR). */
+    public static final int NAK_REM_OP_ERR = NAK | NAK_REMOTE_OPERATIONAL_ERROR;
+
+    /** The RNR NAK timer field's values, codes 0..31, in microseconds (IBA table 45; rxe rnrnak_usec). */
+    private static final long[] RNR_USEC = {
+        655_360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1_280, 1_920,
+        2_560, 3_840, 5_120, 7_680, 10_240, 15_360, 20_480, 30_720, 40_960, 61_440, 81_920, 122_880,
+        163_840, 245_760, 327_680, 491_520,
+    };
+
+    /**
+     * The delay an RNR NAK asks for.
+     *
+     * @param code an RNR timer code: the low five bits of an RNR NAK's syndrome, or a QP's min_rnr_timer
+     * @return the delay in nanoseconds (IBA table 45; code 0 is the longest, 655.36 ms)
+     */
+    public static long rnrTimerNs(int code) {
+        return RNR_USEC[code & 0x1F] * 1_000L;
+    }
+
     private MemorySegment seg;
     private long off;
 

@@ -12,4 +12,14 @@ public interface VerbsProvider {
 
     /** @return the devices it currently offers */
     List<Device> devices();
+
+    /**
+     * Why the provider offers no (or fewer) devices than a user may expect, e.g. that the kernel has no
+     * RDMA stack; {@link Verbs#device} adds it to its "not found" message.
+     *
+     * @return a sentence saying what is wrong and what to do, or "" when there is nothing to say
+     */
+    default String status() {
+        return "";
+    }
 }

@@ -1,0 +1,977 @@
+// SPDX-License-Identifier: Apache-2.0
+package org.rdma4j.cm;
+
+import java.net.Inet4Address;
+import java.net.Inet6Address;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.SocketAddress;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.rdma4j.verbs.AccessFlag;
+import org.rdma4j.verbs.Context;
+import org.rdma4j.verbs.Errno;
+import org.rdma4j.verbs.Gid;
+import org.rdma4j.verbs.ProtectionDomain;
+import org.rdma4j.verbs.QpAttributes;
+import org.rdma4j.verbs.QpInitAttributes;
+import org.rdma4j.verbs.QpState;
+import org.rdma4j.verbs.QpType;
+import org.rdma4j.verbs.QueuePair;
+import org.rdma4j.verbs.VerbsException;
+import org.rdma4j.verbs.cm.CmEventType;
+import org.rdma4j.verbs.cm.CmOption;
+import org.rdma4j.verbs.cm.CmRoute;
+import org.rdma4j.verbs.cm.ConnParam;
+import org.rdma4j.verbs.cm.IbSocketAddress;
+import org.rdma4j.verbs.cm.PortSpace;
+import org.rdma4j.verbs.cm.UdParam;
+import org.rdma4j.verbs.spi.CmEventInfo;
+import org.rdma4j.verbs.spi.CmEventSink;
+import org.rdma4j.verbs.spi.CmIdSpi;
+
+/**
+ * An rdma_cm ID of the user-space CM ({@code struct rdma_id_private} of Linux's cma.c, with the QP
+ * handling librdmacm adds in user space): address binding and resolution on the ports' GIDs, the route
+ * computed locally as on RoCE, the cma header, the IB CM communication it drives, and the event sequence
+ * Linux delivers. Every method takes the CM lock.
+ */
+final class UserCmId implements CmIdSpi {
+    private static final System.Logger LOG = System.getLogger("org.rdma4j.cm");
+
+    /** {@code enum rdma_cm_state}. */
+    enum State { IDLE, ADDR_QUERY, ADDR_RESOLVED, ROUTE_QUERY, ROUTE_RESOLVED, CONNECT, DISCONNECT, ADDR_BOUND, LISTEN,
+        DEVICE_REMOVAL, DESTROYING }
+
+    private final UserCm cm;
+    private volatile CmEventSink sink;
+    final PortSpace ps;
+    final QpType qpType;
+    /** For the ID of a connection request: the listener. */
+    private final UserCmId listener;
+    State state = State.IDLE;
+    private SocketAddress src;
+    private SocketAddress dst;
+    /** The device port of the ID, null while unknown (or for a wildcard listener). */
+    MadPort port;
+    private UserCm.BindList bindList;
+    private PathRec path;
+    private IbCmId ib;
+    private final List<IbCmId> listens = new ArrayList<>();
+    private QueuePair qp;
+    private int qpNum;
+    private boolean srq;
+    private final int seqNum;
+    private int qkey;
+    private int tos;
+    private boolean tosSet;
+    private int ackTimeout;
+    private boolean ackTimeoutSet;
+    private boolean reuseaddr;
+    private int afonly = -1;
+    private int cmResponseTimeout = CmMsg.CMA_CM_RESPONSE_TIMEOUT;
+    private int maxCmRetries = CmMsg.CMA_MAX_CM_RETRIES;
+    /** The peer's view of depths from the CONNECT_REQUEST (what librdmacm keeps to apply MAX on accept). */
+    private int reqResponderResources;
+    private int reqInitiatorDepth;
+    /** Whether the QP was moved for an accept already (librdmacm's second accept fails moving it). */
+    private boolean accepted;
+
+    UserCmId(UserCm cm, CmEventSink sink, PortSpace ps, QpType qpType, UserCmId listener) {
+        this.cm = cm;
+        this.sink = sink;
+        this.ps = ps;
+        this.qpType = qpType;
+        this.listener = listener;
+        this.seqNum = cm.randomPsn();
+    }
+
+    private void post(CmEventInfo e) {
+        CmEventSink s = sink;
+        if (s != null && state != State.DESTROYING) {
+            s.post(e);
+        }
+    }
+
+    private static VerbsException inval(String msg) {
+        return new VerbsException(Errno.EINVAL, msg);
+    }
+
+    // ------------------------------------------------------------------ bind
+
+    @Override
+    public void bind(SocketAddress address) {
+        cm.lock.lock();
+        try {
+            if (state != State.IDLE) {
+                throw inval("rdma_bind_addr: the CM ID is bound already");
+            }
+            bindLocked(address);
+            state = State.ADDR_BOUND;
+        } finally {
+            cm.lock.unlock();
+        }
+    }
+
+    /** {@code rdma_bind_addr}: the device of a specific address, then the port ({@code cma_get_port}). */
+    private void bindLocked(SocketAddress address) {
+        InetAddress ip = ipOf(address);
+        MadPort p = null;
+        if (ip != null) {
+            p = cm.portOwning(ip);
+            if (p == null) {
+                throw new VerbsException(Errno.EADDRNOTAVAIL, "rdma_bind_addr: no device of this CM owns "
+                        + ip.getHostAddress() + "; its addresses: " + cm.addresses());
+            }
+            cm.start(p);
+        }
+        if (afonly < 0) {
+            afonly = address instanceof InetSocketAddress i && i.getAddress() instanceof Inet4Address ? 1 : 0;
+        }
+        if (address instanceof IbSocketAddress ib) {
+            long sid = ib.serviceId();
+            if (sid == 0) {
+                sid = PortSpace.IB.serviceId(cm.anyPort(PortSpace.IB));
+            }
+            UserCm.BindList bl = cm.ibBindList(sid);
+            checkPort(bl, ip);
+            bindList = cm.addIbBinding(sid, this);
+            src = new IbSocketAddress(ib.gid(), sid, ib.pkey());
+        } else {
+            InetSocketAddress in = (InetSocketAddress) address;
+            int portNo = in.getPort() == 0 ? cm.anyPort(ps) : in.getPort();
+            checkPort(cm.bindList(ps, portNo), ip);
+            bindList = cm.addBinding(ps, portNo, this);
+            src = new InetSocketAddress(in.getAddress(), portNo);
+        }
+        port = p;
+    }
+
+    /** {@code cma_check_port}: another ID on the same address (or a wildcard on either side) holds the port. */
+    private void checkPort(UserCm.BindList bl, InetAddress ip) {
+        if (bl == null) {
+            return;
+        }
+        for (UserCmId cur : bl.owners) {
+            if (cur == this || reuseaddr && cur.reuseaddr && cur.state != State.LISTEN) {
+                continue;
+            }
+            InetAddress curIp = ipOf(cur.src);
+            boolean curV4 = cur.src instanceof InetSocketAddress i && i.getAddress() instanceof Inet4Address;
+            boolean v4 = ip instanceof Inet4Address || ip == null && src == null && false;
+            if (afonly == 1 && cur.afonly == 1 && curV4 != v4 && ip != null && curIp != null) {
+                continue;
+            }
+            if (ip == null || curIp == null) {
+                throw new VerbsException(Errno.EADDRNOTAVAIL, "rdma_bind_addr: port " + bl.port + " of " + bl.ps
+                        + " is bound to " + describe(cur.src) + " (a wildcard conflicts with every address)");
+            }
+            if (RdmaCmAddresses.same(ip, curIp)) {
+                throw new VerbsException(Errno.EADDRINUSE, "rdma_bind_addr: " + ip.getHostAddress() + " port " + bl.port
+                        + " of " + bl.ps + " is in use; pick another port (or 0), or set REUSEADDR on both IDs");
+            }
+        }
+    }
+
+    private static String describe(SocketAddress a) {
+        return a instanceof InetSocketAddress i ? i.getAddress().getHostAddress() + ":" + i.getPort() : String.valueOf(a);
+    }
+
+    static InetAddress ipOf(SocketAddress a) {
+        if (a instanceof IbSocketAddress ib) {
+            return ib.inetAddress();
+        }
+        if (a instanceof InetSocketAddress i) {
+            return i.getAddress().isAnyLocalAddress() ? null : i.getAddress();
+        }
+        return null;
+    }
+
+    @Override
+    public SocketAddress localAddress() {
+        return src;
+    }
+
+    @Override
+    public SocketAddress remoteAddress() {
+        return dst;
+    }
+
+    // ------------------------------------------------------------------ listen
+
+    @Override
+    public void listen(int backlog) {
+        cm.lock.lock();
+        try {
+            if (state != State.ADDR_BOUND) {
+                throw inval("rdma_listen: the CM ID is " + state + " (bind it first; it listens once)");
+            }
+            List<MadPort> on = port != null ? List.of(port) : cm.ports();
+            for (MadPort p : on) {
+                if (port == null && !p.started()) {
+                    try {
+                        cm.start(p);
+                    } catch (VerbsException e) {
+                        // a wildcard listens on the devices it can open (another process may serve this one)
+                        LOG.log(System.Logger.Level.WARNING, "rdma_listen on a wildcard address skips {0}: {1}", p,
+                                e.getMessage());
+                        continue;
+                    }
+                }
+                IbCmId l = bindList.ibListens.get(p);
+                if (l == null) {
+                    l = cm.ibcm.listen(p, bindList.serviceId, UserCmId::requestHandler, bindList);
+                    bindList.ibListens.put(p, l);
+                } else {
+                    l.listenSharecount++;
+                }
+                listens.add(l);
+            }
+            state = State.LISTEN;
+        } finally {
+            cm.lock.unlock();
+        }
+    }
+
+    /**
+     * {@code cma_ib_req_handler} with {@code cma_ib_id_from_event}: finds the rdma_cm listener the request is
+     * for (address, device, QP type), makes the new ID, reports CONNECT_REQUEST. Returns what cma returns:
+     * a negative errno rejects the request (REJ 28), -ENOMEM drops it unanswered (full backlog).
+     */
+    private static int requestHandler(IbCmId ibId, IbCmEvent e) {
+        if (e.type() != IbCmEvent.Type.REQ_RECEIVED && e.type() != IbCmEvent.Type.SIDR_REQ_RECEIVED) {
+            return 0;
+        }
+        UserCm.BindList bl = (UserCm.BindList) e.listenId().context;
+        boolean sidr = e.type() == IbCmEvent.Type.SIDR_REQ_RECEIVED;
+        byte[] m = e.mad();
+        MadRecv r = e.recv();
+        int pdOff = sidr ? CmMsg.SIDR_REQ_PRIVATE_DATA : CmMsg.REQ_PRIVATE_DATA;
+        int pdLen = sidr ? CmMsg.SIDR_REQ_PRIVATE_DATA_SIZE : CmMsg.REQ_PRIVATE_DATA_SIZE;
+        boolean afIb = bl.ibListens.isEmpty() || bl.owners.isEmpty() ? false : bl.owners.getFirst().src instanceof IbSocketAddress;
+        InetAddress peerIp;
+        InetAddress ourIp;
+        int peerPort;
+        int offset;
+        if (afIb) {
+            offset = 0;
+            peerIp = r.sgid().toInetAddress();
+            ourIp = r.dgid().toInetAddress();
+            peerPort = 0;
+        } else {
+            CmaHeader h = CmaHeader.parse(m, pdOff);
+            if (h == null) {
+                r.port().cm.count(CmCounter.CM_DROP_MALFORMED);
+                return -Errno.EINVAL.value(); // cma_save_ip_info fails: REJ 28
+            }
+            offset = CmaHeader.SIZE;
+            peerIp = h.src();
+            ourIp = h.dst();
+            peerPort = h.srcPort();
+        }
+        // cma_find_listener / cma_match_private_data: the listener's address, the device
+        UserCmId l = null;
+        for (UserCmId cand : bl.owners) {
+            if (cand.state != State.LISTEN || cand.port != null && cand.port != r.port()) {
+                continue;
+            }
+            InetAddress lip = ipOf(cand.src);
+            if (lip == null) {
+                boolean v6any = cand.src instanceof InetSocketAddress i && i.getAddress() instanceof Inet6Address;
+                boolean peerV4 = ourIp instanceof Inet4Address;
+                if (!afIb && peerV4 && v6any && cand.afonly == 1) {
+                    continue;
+                }
+                if (!afIb && !peerV4 && !v6any) {
+                    continue; // an IPv4 wildcard does not take IPv6 requests
+                }
+                l = cand;
+                break;
+            }
+            if (RdmaCmAddresses.same(lip, ourIp)) {
+                l = cand;
+                break;
+            }
+        }
+        if (l == null) {
+            return -Errno.ECONNREFUSED.value();
+        }
+        // cma_ib_check_req_qp_type
+        QpType reqType = sidr ? QpType.UD : ibId.qpType;
+        if (l.qpType != reqType) {
+            return -Errno.EINVAL.value();
+        }
+        // validate_net_dev / cma_validate_port: the address the request is for must be a GID of the port it came in on
+        if (!r.port().owns(ourIp) || ourIp.isLoopbackAddress() && !r.port().owns(ourIp)) {
+            return -Errno.EHOSTUNREACH.value();
+        }
+        UserCmId conn = new UserCmId(l.cm, null, l.ps, reqType, l);
+        conn.state = State.CONNECT;
+        conn.port = r.port();
+        int ourPort = (int) (bl.serviceId & 0xFFFF);
+        conn.src = afIb ? new IbSocketAddress(Gid.ofInetAddress(ourIp), bl.serviceId) : new InetSocketAddress(ourIp, ourPort);
+        conn.dst = afIb ? new IbSocketAddress(r.sgid(), 0) : new InetSocketAddress(peerIp, peerPort);
+        conn.ib = ibId;
+        conn.tos = l.tos;
+        conn.tosSet = l.tosSet;
+        conn.ackTimeout = l.ackTimeout;
+        conn.ackTimeoutSet = l.ackTimeoutSet;
+        ibId.context = conn;
+        byte[] pd = Mad.slice(m, pdOff + offset, pdLen - offset);
+        CmEventInfo info;
+        if (sidr) {
+            ibId.handler = UserCmId::ibHandler;
+            info = new CmEventInfo(CmEventType.CONNECT_REQUEST, 0, pd, null, null, null);
+        } else {
+            ibId.handler = UserCmId::ibHandler;
+            conn.path = new PathRec(r.dgid(), ibId.av.dgid(), ibId.av.hopLimit(), ibId.av.trafficClass(),
+                    ibId.av.flowLabel(), ibId.pkey, ibId.av.sl(), ibId.pathMtu, Math.max(0, ibId.avTimeout - 1));
+            ConnParam p = new ConnParam().responderResources(ibId.responderResources).initiatorDepth(ibId.initiatorDepth)
+                    .flowControl(Mad.bits(m, CmMsg.REQ_BYTE67, 0, 1) == 1).retryCount(ibId.retryCount)
+                    .rnrRetryCount(ibId.rnrRetryCount).srq(Mad.bits(m, CmMsg.REQ_BYTE75, 3, 1) == 1)
+                    .qpNum(ibId.remoteQpn);
+            conn.reqResponderResources = ibId.responderResources;
+            conn.reqInitiatorDepth = ibId.initiatorDepth;
+            info = new CmEventInfo(CmEventType.CONNECT_REQUEST, 0, pd, p, null, null);
+        }
+        cm(l).ids.add(conn);
+        CmEventSink s = l.sink.connectRequest(conn, info);
+        if (s == null) {
+            cm(l).ids.remove(conn);
+            conn.state = State.DESTROYING;
+            ibId.context = null;
+            cm(l).count(CmCounter.CM_BACKLOG_DROPS);
+            return -Errno.ENOMEM.value();
+        }
+        conn.sink = s;
+        if (!sidr) {
+            // cma_ib_req_handler: the delayed MRA, so that a duplicate REQ is answered with an MRA
+            l.cm.ibcm.sendMra(ibId, IbCm.MRA_FLAG_DELAY | CmMsg.CMA_CM_MRA_SETTING, null);
+        }
+        return 0;
+    }
+
+    private static UserCm cm(UserCmId id) {
+        return id.cm;
+    }
+
+    // ------------------------------------------------------------------ address and route
+
+    @Override
+    public void resolveAddr(SocketAddress source, SocketAddress destination, Duration timeout) {
+        cm.lock.lock();
+        try {
+            if (state == State.IDLE) {
+                bindLocked(source);
+                state = State.ADDR_BOUND;
+            }
+            if (state != State.ADDR_BOUND) {
+                throw inval("rdma_resolve_addr: the CM ID is " + state + "; resolve on a new or bound ID");
+            }
+            InetAddress to = ipOf(destination);
+            if (port == null) {
+                // bound to a wildcard: the port whose address reaches the destination
+                MadPort p = cm.portOwning(to);
+                if (p == null) {
+                    var a = cm.sourceFor(to);
+                    p = a == null ? null : cm.portOwning(a.address());
+                }
+                if (p == null) {
+                    post(CmEventInfo.of(CmEventType.ADDR_ERROR, -Errno.ENODEV.value(), "no device of this CM reaches "
+                            + to.getHostAddress() + "; its addresses: " + cm.addresses()));
+                    return;
+                }
+                try {
+                    cm.start(p);
+                } catch (VerbsException e) {
+                    post(CmEventInfo.of(CmEventType.ADDR_ERROR, -e.errno().value(), e.getMessage()));
+                    return;
+                }
+                port = p;
+            }
+            dst = destination;
+            state = State.ADDR_RESOLVED;
+            // The addresses are GIDs of the devices: resolution is local and immediate (no ARP/ND)
+            post(CmEventInfo.of(CmEventType.ADDR_RESOLVED, 0, null));
+        } finally {
+            cm.lock.unlock();
+        }
+    }
+
+    /** {@code cma_resolve_iboe_route}: the path on RoCE, computed locally. */
+    @Override
+    public void resolveRoute(Duration timeout) {
+        cm.lock.lock();
+        try {
+            if (state != State.ADDR_RESOLVED) {
+                throw inval("rdma_resolve_route: the CM ID is " + state + ", not ADDR_RESOLVED");
+            }
+            Gid sgid = gidOf(src);
+            Gid dgid = gidOf(dst);
+            if (sgid.equals(Gid.ZERO) || port.gidIndexOf(sgid) < 0) {
+                sgid = port.gid(0);
+            }
+            boolean afIb = dst instanceof IbSocketAddress;
+            int hop = afIb ? 1 : 64;
+            int plt = ackTimeoutSet ? Math.max(0, ackTimeout - 1) : CmMsg.CMA_IBOE_PACKET_LIFETIME;
+            path = new PathRec(sgid, dgid, hop, tosSet ? tos : 0, flowLabel(), 0xFFFF, 0, port.activeMtu(), plt);
+            state = State.ROUTE_RESOLVED;
+            post(CmEventInfo.of(CmEventType.ROUTE_RESOLVED, 0, null));
+        } finally {
+            cm.lock.unlock();
+        }
+    }
+
+    /** {@code cma_get_roce_udp_flow_label}: the IPv6 flow label if set, else (sport * 31 + dport) & 0xFFFFF. */
+    private int flowLabel() {
+        if (src instanceof InetSocketAddress s && dst instanceof InetSocketAddress d) {
+            return (s.getPort() * 31 + d.getPort()) & 0xF_FFFF;
+        }
+        return 0;
+    }
+
+    private static Gid gidOf(SocketAddress a) {
+        if (a instanceof IbSocketAddress ib) {
+            return ib.gid();
+        }
+        InetAddress ip = ((InetSocketAddress) a).getAddress();
+        return ip.isAnyLocalAddress() ? Gid.ZERO : Gid.ofInetAddress(ip);
+    }
+
+    @Override
+    public Context context() {
+        MadPort p = port;
+        return p == null ? null : p.ctx;
+    }
+
+    @Override
+    public int portNum() {
+        MadPort p = port;
+        return p == null ? 0 : p.portNum;
+    }
+
+    @Override
+    public CmRoute route() {
+        cm.lock.lock();
+        try {
+            PathRec pr = path;
+            if (pr == null) {
+                return null;
+            }
+            return new CmRoute(pr.sgid(), pr.dgid(), Math.max(0, port.gidIndexOf(pr.sgid())), pr.hopLimit(),
+                    pr.trafficClass(), pr.flowLabel(), pr.pkey(), pr.mtu(), pr.packetLifeTime(), pr.sl());
+        } finally {
+            cm.lock.unlock();
+        }
+    }
+
+    // ------------------------------------------------------------------ QP
+
+    @Override
+    public QueuePair createQp(ProtectionDomain pd, QpInitAttributes attrs) {
+        cm.lock.lock();
+        try {
+            if (port == null) {
+                throw inval("rdma_create_qp: the CM ID has no device yet");
+            }
+            QueuePair q = pd.createQp(attrs);
+            try {
+                if (qpType == QpType.UD) {
+                    // ucma_init_ud_qp: INIT (P_Key index, port, Q_Key), RTR, RTS with send PSN 0
+                    q.modify(initQpAttrLocked(QpState.INIT));
+                    q.modify(new QpAttributes().state(QpState.RTR));
+                    q.modify(new QpAttributes().state(QpState.RTS).sqPsn(0));
+                } else {
+                    q.modify(initQpAttrLocked(QpState.INIT)); // ucma_init_conn_qp
+                }
+            } catch (RuntimeException e) {
+                q.close();
+                throw e;
+            }
+            qp = q;
+            qpNum = q.qpNum();
+            srq = attrs.srq() != null;
+            return q;
+        } finally {
+            cm.lock.unlock();
+        }
+    }
+
+    @Override
+    public QueuePair qp() {
+        return qp;
+    }
+
+    @Override
+    public void destroyQp() {
+        cm.lock.lock();
+        try {
+            QueuePair q = qp;
+            qp = null;
+            if (q != null) {
+                q.close();
+            }
+        } finally {
+            cm.lock.unlock();
+        }
+    }
+
+    @Override
+    public QpAttributes initQpAttr(QpState target) {
+        cm.lock.lock();
+        try {
+            return initQpAttrLocked(target);
+        } finally {
+            cm.lock.unlock();
+        }
+    }
+
+    /** {@code rdma_init_qp_attr}. */
+    private QpAttributes initQpAttrLocked(QpState target) {
+        if (port == null) {
+            throw inval("rdma_init_qp_attr: the CM ID has no device yet");
+        }
+        QpAttributes a;
+        if (target == QpState.ERR) {
+            return new QpAttributes().state(QpState.ERR);
+        }
+        if (ib == null || qpType == QpType.UD) {
+            // cma_ib_init_qp_attr: before the CM knows the connection (or for UD)
+            if (target != QpState.INIT && qpType != QpType.UD) {
+                throw inval("rdma_init_qp_attr: no " + target + " attributes before the connection request is"
+                        + " answered (connect, or take a CONNECT_REQUEST)");
+            }
+            a = new QpAttributes().state(target);
+            if (target == QpState.INIT) {
+                a.pkeyIndex(0).port(port.portNum);
+                if (qpType == QpType.UD) {
+                    a.qkey(qkey());
+                } else {
+                    a.accessFlags(0);
+                }
+            }
+        } else {
+            a = cm.ibcm.initQpAttr(ib, target, true);
+        }
+        if (target == QpState.RTR && a.has(org.rdma4j.verbs.QpAttrMask.RQ_PSN)) {
+            a.rqPsn(seqNum);
+        }
+        if (target == QpState.RTS && ackTimeoutSet && qpType == QpType.RC) {
+            a.timeout(ackTimeout); // cma_modify_qp_rts / rdma_init_qp_attr: RDMA_OPTION_ID_ACK_TIMEOUT
+        }
+        return a;
+    }
+
+    /** {@code cma_set_qkey(id, 0)}: RDMA_UDP_QKEY in the UDP and IB spaces. */
+    private int qkey() {
+        if (qkey == 0) {
+            qkey = PortSpace.UDP_QKEY;
+        }
+        return qkey;
+    }
+
+    /** librdmacm's {@code ucma_modify_qp_rtr}: INIT again with the CM's values, then RTR. */
+    private void modifyRtr(int respRes) {
+        QpAttributes init = initQpAttrLocked(QpState.INIT);
+        qp.modify(init);
+        QpAttributes rtr = initQpAttrLocked(QpState.RTR);
+        if (respRes != ConnParam.MAX_DEPTH) {
+            rtr.maxDestRdAtomic(respRes);
+        }
+        qp.modify(rtr);
+    }
+
+    /** librdmacm's {@code ucma_modify_qp_rts}. */
+    private void modifyRts(int initDepth) {
+        QpAttributes rts = initQpAttrLocked(QpState.RTS);
+        if (initDepth != ConnParam.MAX_DEPTH) {
+            rts.maxRdAtomic(initDepth);
+        }
+        qp.modify(rts);
+    }
+
+    private void modifyErr() {
+        QueuePair q = qp;
+        if (q != null) {
+            try {
+                q.modify(new QpAttributes().state(QpState.ERR));
+            } catch (VerbsException ignored) {
+                // already in ERR or RESET: nothing to flush
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ connect
+
+    @Override
+    public void connect(ConnParam param) {
+        cm.lock.lock();
+        try {
+            if (state != State.ROUTE_RESOLVED) {
+                throw inval("rdma_connect: the CM ID is " + state + ", not ROUTE_RESOLVED (resolve the address and the"
+                        + " route first; an ID connects once)");
+            }
+            checkDepths(param, "rdma_connect");
+            int resp = param.responderResources() == ConnParam.MAX_DEPTH ? port.maxRdAtomic : param.responderResources();
+            int init = param.initiatorDepth() == ConnParam.MAX_DEPTH ? port.maxInitRdAtomic : param.initiatorDepth();
+            if (qp == null) {
+                qpNum = param.qpNum();
+                srq = param.srq();
+            }
+            boolean afIb = dst instanceof IbSocketAddress;
+            byte[] pd = afIb ? param.privateData()
+                    : CmaHeader.format((InetSocketAddress) src, (InetSocketAddress) dst, param.privateData());
+            long sid = afIb ? ((IbSocketAddress) dst).serviceId() : ps.serviceId(((InetSocketAddress) dst).getPort());
+            state = State.CONNECT;
+            try {
+                if (qpType == QpType.UD) {
+                    ib = cm.ibcm.createId(port, UserCmId::ibHandler, this);
+                    cm.ibcm.sidr.sendReq(ib, path, sid, CmMsg.convertToMs(cmResponseTimeout), maxCmRetries, pd);
+                } else {
+                    ib = cm.ibcm.createId(port, UserCmId::ibHandler, this);
+                    cm.ibcm.sendReq(ib, new IbCm.ReqParam(path, sid, qpNum, qpType, seqNum, resp, init,
+                            param.flowControl(), Math.min(7, param.retryCount()), Math.min(7, param.rnrRetryCount()),
+                            cmResponseTimeout, cmResponseTimeout, maxCmRetries, srq, pd));
+                }
+            } catch (RuntimeException e) {
+                if (ib != null) {
+                    cm.ibcm.destroyId(ib, 0);
+                    ib = null;
+                }
+                state = State.ROUTE_RESOLVED;
+                throw e;
+            }
+        } finally {
+            cm.lock.unlock();
+        }
+    }
+
+    /** librdmacm's {@code ucma_valid_param}: depths above the device's maximum are refused. */
+    private void checkDepths(ConnParam p, String verb) {
+        if (p.responderResources() != ConnParam.MAX_DEPTH && p.responderResources() > port.maxRdAtomic) {
+            throw inval(verb + ": responder_resources " + p.responderResources() + " exceeds the device's max_qp_rd_atom "
+                    + port.maxRdAtomic + " (use ConnParam.MAX_DEPTH for the maximum)");
+        }
+        if (p.initiatorDepth() != ConnParam.MAX_DEPTH && p.initiatorDepth() > port.maxInitRdAtomic) {
+            throw inval(verb + ": initiator_depth " + p.initiatorDepth() + " exceeds the device's max_qp_init_rd_atom "
+                    + port.maxInitRdAtomic + " (use ConnParam.MAX_DEPTH for the maximum)");
+        }
+    }
+
+    /**
+     * {@code cma_ib_handler} and {@code cma_sidr_rep_handler}, with librdmacm's handling of the REP when the ID
+     * has a QP ({@code ucma_process_conn_resp}: RTR, RTS, then the RTU).
+     */
+    private static int ibHandler(IbCmId ibId, IbCmEvent e) {
+        if (!(ibId.context instanceof UserCmId id)) {
+            return 0;
+        }
+        return id.onIbEvent(e);
+    }
+
+    private int onIbEvent(IbCmEvent e) {
+        if (e.type() == IbCmEvent.Type.SIDR_REP_RECEIVED || e.type() == IbCmEvent.Type.SIDR_REQ_ERROR) {
+            return onSidrRep(e);
+        }
+        boolean tw = e.type() == IbCmEvent.Type.TIMEWAIT_EXIT;
+        if (!tw && state != State.CONNECT || tw && state != State.DISCONNECT) {
+            return 0;
+        }
+        switch (e.type()) {
+            case REQ_ERROR, REP_ERROR -> post(CmEventInfo.of(CmEventType.UNREACHABLE, -Errno.ETIMEDOUT.value(),
+                    "no answer from the peer after " + maxCmRetries + " retransmissions (is it up? does its firewall"
+                            + " pass UDP 4791?)"));
+            case REP_RECEIVED -> {
+                if (qpType != QpType.UD) {
+                    cm.ibcm.sendMra(ib, IbCm.MRA_FLAG_DELAY | CmMsg.CMA_CM_MRA_SETTING, null);
+                }
+                byte[] m = e.mad();
+                ConnParam p = new ConnParam().responderResources(Mad.get8(m, CmMsg.REP_INITIATOR_DEPTH))
+                        .initiatorDepth(Mad.get8(m, CmMsg.REP_RESPONDER_RESOURCES))
+                        .flowControl(Mad.bits(m, CmMsg.REP_BYTE50, 0, 1) == 1)
+                        .rnrRetryCount(Mad.bits(m, CmMsg.REP_BYTE51, 5, 3))
+                        .srq(Mad.bits(m, CmMsg.REP_BYTE51, 4, 1) == 1).qpNum(Mad.get24(m, CmMsg.REP_LOCAL_QPN));
+                byte[] pd = Mad.slice(m, CmMsg.REP_PRIVATE_DATA, CmMsg.REP_PRIVATE_DATA_SIZE);
+                if (qp == null) {
+                    post(new CmEventInfo(CmEventType.CONNECT_RESPONSE, 0, pd, p, null, null));
+                    return 0;
+                }
+                try {
+                    modifyRtr(ConnParam.MAX_DEPTH);
+                    modifyRts(ConnParam.MAX_DEPTH);
+                    cm.ibcm.sendRtu(ib, null);
+                } catch (VerbsException ex) {
+                    // ucma_process_conn_resp: QP to ERR, rdma_reject, CONNECT_ERROR with the error
+                    modifyErr();
+                    try {
+                        cm.ibcm.sendRej(ib, 28, null, null);
+                    } catch (VerbsException ignored) {
+                        // nothing left to reject
+                    }
+                    post(new CmEventInfo(CmEventType.CONNECT_ERROR, -ex.errno().value(), pd, p, null,
+                            "moving the QP to RTR/RTS failed: " + ex.getMessage()));
+                    return 0;
+                }
+                post(new CmEventInfo(CmEventType.ESTABLISHED, 0, pd, p, null, null));
+            }
+            case RTU_RECEIVED, USER_ESTABLISHED -> post(CmEventInfo.of(CmEventType.ESTABLISHED, 0, null));
+            case DREQ_ERROR, DREQ_RECEIVED, DREP_RECEIVED -> {
+                state = State.DISCONNECT;
+                int status = e.type() == IbCmEvent.Type.DREQ_ERROR ? -Errno.ETIMEDOUT.value() : 0;
+                byte[] pd = e.recv() == null ? null : Mad.slice(e.mad(),
+                        e.type() == IbCmEvent.Type.DREQ_RECEIVED ? CmMsg.DREQ_PRIVATE_DATA : CmMsg.DREP_PRIVATE_DATA,
+                        e.type() == IbCmEvent.Type.DREQ_RECEIVED ? CmMsg.DREQ_PRIVATE_DATA_SIZE : CmMsg.DREP_PRIVATE_DATA_SIZE);
+                post(new CmEventInfo(CmEventType.DISCONNECTED, status, pd, null, null,
+                        status != 0 ? "the peer did not answer the DREQ" : null));
+            }
+            case TIMEWAIT_EXIT -> post(CmEventInfo.of(CmEventType.TIMEWAIT_EXIT, 0, null));
+            case MRA_RECEIVED -> {
+                // ignored by rdma_cm
+            }
+            case REJ_RECEIVED -> {
+                modifyErr();
+                byte[] m = e.mad();
+                int reason = Mad.get16(m, CmMsg.REJ_REASON);
+                var rr = org.rdma4j.verbs.cm.RejectReason.ofValue(reason);
+                post(new CmEventInfo(CmEventType.REJECTED, reason,
+                        Mad.slice(m, CmMsg.REJ_PRIVATE_DATA, CmMsg.REJ_PRIVATE_DATA_SIZE), null, null,
+                        "rejected: " + (rr == null ? "reason " + reason : rr.description())
+                                + (reason == 8 ? " (nobody listens on that port)" : "")));
+            }
+            default -> {
+            }
+        }
+        return 0;
+    }
+
+    /** {@code cma_sidr_rep_handler}. */
+    private int onSidrRep(IbCmEvent e) {
+        if (state != State.CONNECT) {
+            return 0;
+        }
+        if (e.type() == IbCmEvent.Type.SIDR_REQ_ERROR) {
+            post(CmEventInfo.of(CmEventType.UNREACHABLE, -Errno.ETIMEDOUT.value(), "no answer to the SIDR_REQ"));
+            return 0;
+        }
+        byte[] m = e.mad();
+        byte[] pd = Mad.slice(m, CmMsg.SIDR_REP_PRIVATE_DATA, CmMsg.SIDR_REP_PRIVATE_DATA_SIZE);
+        int status = Mad.get8(m, CmMsg.SIDR_REP_STATUS);
+        if (status != CmMsg.SIDR_SUCCESS) {
+            post(new CmEventInfo(CmEventType.UNREACHABLE, status, pd, null, null, "SIDR status " + status
+                    + (status == CmMsg.SIDR_UNSUPPORTED ? " (nobody listens on that port)"
+                    : status == CmMsg.SIDR_REJECT ? " (rejected)" : "")));
+            return 0;
+        }
+        int rqkey = Mad.get32(m, CmMsg.SIDR_REP_QKEY);
+        if (qkey != 0 && qkey != rqkey) {
+            post(CmEventInfo.of(CmEventType.ADDR_ERROR, -Errno.EINVAL.value(), "the peer's Q_Key 0x"
+                    + Integer.toHexString(rqkey) + " differs from this ID's"));
+            return 0;
+        }
+        qkey = rqkey;
+        UdParam ud = new UdParam(ib.av.ahAttributes(), Mad.get24(m, CmMsg.SIDR_REP_QPN), rqkey);
+        post(new CmEventInfo(CmEventType.ESTABLISHED, 0, pd, null, ud, null));
+        return 0;
+    }
+
+    // ------------------------------------------------------------------ accept / reject / disconnect
+
+    @Override
+    public void accept(ConnParam param) {
+        cm.lock.lock();
+        try {
+            if (state != State.CONNECT || ib == null || listener == null) {
+                throw inval("rdma_accept: the CM ID is not a pending connection request (" + state + ")");
+            }
+            if (qpType == QpType.UD) {
+                int q = qp != null ? qpNum : param.qpNum();
+                try {
+                    cm.ibcm.sidr.sendRep(ib, CmMsg.SIDR_SUCCESS, q, qkey(), param.privateData());
+                } catch (VerbsException e) {
+                    throw inval("rdma_accept: " + e.getMessage() + "; accept once");
+                }
+                return;
+            }
+            if (accepted) {
+                throw inval("rdma_accept: the connection was accepted already (its QP is past INIT); accept once");
+            }
+            checkDepths(param, "rdma_accept");
+            int init = param.initiatorDepth() == ConnParam.MAX_DEPTH
+                    ? Math.min(reqInitiatorDepth, port.maxInitRdAtomic) : param.initiatorDepth();
+            int resp = param.responderResources() == ConnParam.MAX_DEPTH
+                    ? Math.min(reqResponderResources, port.maxRdAtomic) : param.responderResources();
+            if (qp == null) {
+                qpNum = param.qpNum();
+                srq = param.srq();
+            } else {
+                // librdmacm's rdma_accept moves the QP to RTR and RTS before the REP
+                modifyRtr(resp);
+                modifyRts(init);
+                accepted = true;
+            }
+            try {
+                cm.ibcm.sendRep(ib, new IbCm.RepParam(qpNum, seqNum, resp, init, param.flowControl(),
+                        Math.min(7, param.rnrRetryCount()), srq, param.privateData()));
+            } catch (VerbsException e) {
+                // rdma_accept's reject path: QP to ERR and a REJ
+                modifyErr();
+                try {
+                    cm.ibcm.sendRej(ib, 28, null, null);
+                } catch (VerbsException ignored) {
+                    // nothing left to reject
+                }
+                throw e;
+            }
+        } finally {
+            cm.lock.unlock();
+        }
+    }
+
+    @Override
+    public void reject(byte[] privateData) {
+        cm.lock.lock();
+        try {
+            if (ib == null || listener == null || state != State.CONNECT) {
+                throw inval("rdma_reject: the CM ID is not a pending connection request");
+            }
+            if (qpType == QpType.UD) {
+                cm.ibcm.sidr.sendRep(ib, CmMsg.SIDR_REJECT, 0, 0, privateData);
+            } else {
+                cm.ibcm.sendRej(ib, 28, null, privateData);
+            }
+        } catch (VerbsException e) {
+            throw inval("rdma_reject: " + e.getMessage() + " (the request was answered already)");
+        } finally {
+            cm.lock.unlock();
+        }
+    }
+
+    /**
+     * librdmacm's {@code rdma_disconnect}: the QP to ERR ({@code ucma_shutdown}), then the kernel's: EINVAL
+     * without a communication, else a DREQ, or the DREP of a received DREQ, or nothing; success either way.
+     */
+    @Override
+    public void disconnect() {
+        cm.lock.lock();
+        try {
+            modifyErr();
+            if (ib == null) {
+                throw inval("rdma_disconnect: the CM ID was never connected (connect or accept first)");
+            }
+            try {
+                cm.ibcm.sendDreq(ib, null);
+            } catch (VerbsException notEstablished) {
+                try {
+                    cm.ibcm.sendDrep(ib, null);
+                } catch (VerbsException nothing) {
+                    // a second disconnect, or one while connecting: Linux returns 0 all the same
+                }
+            }
+        } finally {
+            cm.lock.unlock();
+        }
+    }
+
+    @Override
+    public void establish() {
+        cm.lock.lock();
+        try {
+            if (ib == null || state != State.CONNECT) {
+                throw inval("rdma_establish: no connection response to complete");
+            }
+            try {
+                if (listener == null) {
+                    cm.ibcm.sendRtu(ib, null);
+                } else {
+                    cm.ibcm.establish(ib);
+                }
+            } catch (VerbsException e) {
+                throw e.errno() == Errno.EISCONN ? e : inval("rdma_establish: " + e.getMessage());
+            }
+        } finally {
+            cm.lock.unlock();
+        }
+    }
+
+    @Override
+    public <T> void setOption(CmOption<T> option, T value) {
+        cm.lock.lock();
+        try {
+            if (option == CmOption.TOS) {
+                tos = (Integer) value;
+                tosSet = true;
+            } else if (option == CmOption.REUSEADDR) {
+                if (state != State.IDLE) {
+                    throw inval("rdma_set_option REUSEADDR: only before the ID is bound");
+                }
+                reuseaddr = (Boolean) value;
+            } else if (option == CmOption.AFONLY) {
+                if (state != State.IDLE) {
+                    throw inval("rdma_set_option AFONLY: only before the ID is bound");
+                }
+                afonly = (Boolean) value ? 1 : 0;
+            } else if (option == CmOption.ACK_TIMEOUT) {
+                if (qpType != QpType.RC) {
+                    throw inval("rdma_set_ack_timeout: only for RC IDs");
+                }
+                ackTimeout = (Integer) value;
+                ackTimeoutSet = true;
+            } else if (option == CmOption.CM_RESPONSE_TIMEOUT) {
+                cmResponseTimeout = (Integer) value;
+            } else if (option == CmOption.MAX_CM_RETRIES) {
+                maxCmRetries = (Integer) value;
+            } else {
+                throw new VerbsException(Errno.EOPNOTSUPP, "rdma_set_option: " + option + " is not supported");
+            }
+        } finally {
+            cm.lock.unlock();
+        }
+    }
+
+    // ------------------------------------------------------------------ destroy
+
+    @Override
+    public void close() {
+        cm.lock.lock();
+        try {
+            if (state == State.DESTROYING) {
+                return;
+            }
+            state = State.DESTROYING;
+            for (IbCmId l : listens) {
+                cm.ibcm.destroyId(l, 0);
+                if (l.destroyed) {
+                    bindList.ibListens.values().remove(l);
+                }
+            }
+            listens.clear();
+            if (ib != null) {
+                ib.context = null;
+                cm.ibcm.destroyId(ib, 0);
+                ib = null;
+            }
+            if (bindList != null) {
+                cm.releaseBinding(bindList, this);
+                bindList = null;
+            }
+            cm.ids.remove(this);
+        } finally {
+            cm.lock.unlock();
+        }
+    }
+
+    /** The CM is closing under the ID: DEVICE_REMOVAL (CM lock held). */
+    void deviceRemoved() {
+        if (state != State.DESTROYING && state != State.DEVICE_REMOVAL) {
+            post(CmEventInfo.of(CmEventType.DEVICE_REMOVAL, 0, "the CM serving this ID was closed"));
+            state = State.DEVICE_REMOVAL;
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "rdma_id{" + ps + " " + state + " " + src + " -> " + dst + '}';
+    }
+}

@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: Apache-2.0
+package org.rdma4j.cm;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.statistics.Statistics;
+import org.rdma4j.verbs.QpState;
+import org.rdma4j.verbs.cm.CmEvent;
+import org.rdma4j.verbs.cm.CmEventType;
+import org.rdma4j.verbs.cm.CmId;
+import org.rdma4j.verbs.cm.ConnParam;
+
+/**
+ * Connection setup and teardown over a lossy path: every MAD may be lost, duplicated or held and
+ * delivered later (reordered), in both directions, with seeded probabilities up to 30 % each; the
+ * passive application may accept late (so duplicate REQs meet an MRA). Whatever happens, each side ends
+ * either connected exactly once and then disconnected exactly once, or failed cleanly, and no event
+ * repeats. Half-open ends only where Linux's CM leaves them too: a passive side whose REP timed out (the
+ * active side is established until its DREQ), and a side that no DREQ of its peer reached (all lost).
+ * jqwik prints the seed of a failing run.
+ */
+class LossyCmPropertiesTest {
+    private static final Duration STEP = Duration.ofMillis(512);
+    private static final int MAX_STEPS = 600; // 307 s of CM time: longer than 16 REQs or DREQs
+
+    @Property(tries = 100)
+    void connectsExactlyOnceOrFailsCleanly(@ForAll long seed) {
+        SplittableRandom r = new SplittableRandom(seed);
+        // one run in eight loses most MADs, so that setups also fail (and the failure paths are checked)
+        double drop = r.nextInt(8) == 0 ? 0.85 : r.nextDouble() * 0.3;
+        double dup = r.nextDouble() * 0.3;
+        double hold = r.nextDouble() * 0.3;
+        long acceptDelaySteps = r.nextInt(4) == 0 ? r.nextInt(30) : 0;
+        boolean clientCloses = r.nextBoolean();
+        try (CmPair p = new CmPair(seed)) {
+            for (int h = 0; h < 2; h++) {
+                SplittableRandom hr = r.split();
+                p.tap[h].drop = (a, n) -> hr.nextDouble() < drop;
+                p.tap[h].duplicate = (a, n) -> hr.nextDouble() < dup;
+                p.tap[h].hold = (a, n) -> hr.nextDouble() < hold;
+            }
+            p.listen();
+            CmId c = p.connect();
+            Map<CmEventType, Integer> a = new EnumMap<>(CmEventType.class);
+            Map<CmEventType, Integer> b = new EnumMap<>(CmEventType.class);
+            List<CmId> children = new ArrayList<>();
+            CmEvent pending = null;
+            long acceptAt = -1;
+            boolean disconnecting = false;
+            for (int step = 0; step < MAX_STEPS; step++) {
+                for (CmEvent e; (e = p.poll(0)) != null; ) {
+                    a.merge(e.type(), 1, Integer::sum);
+                    e.ack();
+                }
+                for (CmEvent e; (e = p.poll(1)) != null; ) {
+                    b.merge(e.type(), 1, Integer::sum);
+                    if (e.type() == CmEventType.CONNECT_REQUEST) {
+                        children.add(e.id());
+                        pending = e;
+                        acceptAt = step + acceptDelaySteps;
+                    } else {
+                        e.ack();
+                        if (e.type() == CmEventType.UNREACHABLE) {
+                            e.id().close(); // its REP went unanswered: the application gives up, as rping exits
+                        }
+                    }
+                }
+                if (pending != null && step >= acceptAt) {
+                    CmId s = pending.id();
+                    pending.ack();
+                    pending = null;
+                    p.qp(s);
+                    s.accept(new ConnParam().responderResources(1).initiatorDepth(1).rnrRetryCount(7));
+                }
+                boolean aUp = a.containsKey(CmEventType.ESTABLISHED);
+                boolean bUp = b.containsKey(CmEventType.ESTABLISHED);
+                boolean bFailed = b.containsKey(CmEventType.UNREACHABLE);
+                if (!disconnecting && aUp && (bUp || bFailed)) {
+                    disconnecting = true;
+                    // a passive side whose REP timed out has nothing to disconnect: the client does it
+                    (clientCloses || bFailed ? c : children.getFirst()).disconnect();
+                }
+                if (disconnecting) {
+                    // the other side disconnects when told to, as rping and ucmatose do
+                    if (clientCloses && b.containsKey(CmEventType.DISCONNECTED) && !bFailed) {
+                        children.getFirst().disconnect();
+                    }
+                    if (!clientCloses && a.containsKey(CmEventType.DISCONNECTED)) {
+                        c.disconnect();
+                    }
+                }
+                if (!p.tap[0].held.isEmpty() && r.nextInt(3) == 0) {
+                    p.release(0);
+                }
+                if (!p.tap[1].held.isEmpty() && r.nextInt(3) == 0) {
+                    p.release(1);
+                }
+                p.advance(STEP);
+            }
+            p.release(0);
+            p.release(1);
+            String ctx = "seed " + seed + " drop " + drop + " dup " + dup + " hold " + hold + ": A " + a + ", B " + b;
+            a.forEach((t, n) -> assertTrue(n == 1 || t == CmEventType.CONNECT_REQUEST, "repeated " + t + " at A; " + ctx));
+            b.forEach((t, n) -> assertTrue(n == 1 || t == CmEventType.CONNECT_REQUEST, "repeated " + t + " at B; " + ctx));
+            boolean aUp = a.containsKey(CmEventType.ESTABLISHED);
+            Statistics.label("outcome").collect(aUp && b.containsKey(CmEventType.ESTABLISHED) ? "connected"
+                    : aUp ? "passive side timed out" : "failed");
+            Statistics.label("mra").collect(p.tap[1].of(CmMsg.MRA).isEmpty() ? "no MRA" : "MRA sent");
+            Statistics.label("dup REP answered").collect(p.cm[0].counter(CmCounter.CM_DUPLICATE_REP) > 0);
+            boolean bUp = b.containsKey(CmEventType.ESTABLISHED);
+            assertTrue(aUp || !bUp, "B established without A; " + ctx);
+            if (aUp && !bUp) {
+                // Linux leaves the active side established when the passive side's REP times out (REP_ERROR sends
+                // no REJ); its DREQ is then answered by the passive CM, which has no such communication any more
+                assertTrue(b.containsKey(CmEventType.UNREACHABLE), "half open without B failing; " + ctx);
+                assertEquals(1, (int) a.getOrDefault(CmEventType.DISCONNECTED, 0), "A disconnected once; " + ctx);
+            } else if (aUp) {
+                // the side that disconnects always ends DISCONNECTED (DREP or DREQ timeout); the other learns of it
+                // only from a DREQ: when every retransmission was lost, Linux leaves it connected (until its QP
+                // fails on traffic), so does this CM
+                int closer = clientCloses ? 0 : 1;
+                boolean dreqArrived = p.tap[closer].deliveredOf(CmMsg.DREQ) > 0;
+                Map<CmEventType, Integer> other = clientCloses ? b : a;
+                assertEquals(1, (int) (clientCloses ? a : b).getOrDefault(CmEventType.DISCONNECTED, 0),
+                        "the closing side disconnected once; " + ctx);
+                assertEquals(dreqArrived ? 1 : 0, (int) other.getOrDefault(CmEventType.DISCONNECTED, 0),
+                        "the other side disconnected " + (dreqArrived ? "once" : "never (no DREQ reached it)") + "; " + ctx);
+                Statistics.label("teardown").collect(dreqArrived ? "DREQ arrived" : "every DREQ lost");
+                if (clientCloses || dreqArrived) {
+                    assertEquals(QpState.ERR, c.qp().state(), ctx);
+                }
+            } else {
+                assertTrue(a.containsKey(CmEventType.UNREACHABLE) || a.containsKey(CmEventType.REJECTED), "A failed; " + ctx);
+            }
+        }
+    }
+}

@@ -1,0 +1,14 @@
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * A verbs provider over Linux's libibverbs ({@code libibverbs.so.1}) through FFM, for real RDMA NICs and the
+ * kernel's rxe and siw: no JNI, no C to build. Found with {@link java.util.ServiceLoader}; callers need
+ * {@code --enable-native-access=org.rdma4j.ibverbs,org.rdma4j.libc} (or ALL-UNNAMED on the class path).
+ */
+module org.rdma4j.ibverbs {
+    requires transitive org.rdma4j.verbs;
+    requires org.rdma4j.libc;
+
+    exports org.rdma4j.ibverbs;
+
+    provides org.rdma4j.verbs.spi.VerbsProvider with org.rdma4j.ibverbs.IbvProvider;
+}

@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: Apache-2.0
+package org.rdma4j.ibverbs;
+
+import java.time.Duration;
+
+import org.rdma4j.common.ManualClock;
+import org.rdma4j.testkit.AbstractOwnershipTest;
+import org.rdma4j.testkit.Fabric;
+
+/** The conformance suite {@link AbstractOwnershipTest} on a libibverbs device (skipped without one). */
+class IbvOwnershipTest extends AbstractOwnershipTest {
+    @Override
+    protected Fabric createFabric(ManualClock clock) {
+        return IbvTestFabric.create(clock);
+    }
+
+    @Override
+    protected Duration quietWindow() {
+        return IbvTestFabric.QUIET;
+    }
+
+    @Override
+    protected Duration settleWindow() {
+        return IbvTestFabric.SETTLE;
+    }
+}
