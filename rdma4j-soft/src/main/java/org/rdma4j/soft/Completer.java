@@ -49,9 +49,34 @@ final class Completer {
         IMPLIED_NAK
     }
 
+    /**
+     * What resends have shown about the responder: whether it holds the requests that follow a gap (ours
+     * does, rxe drops them). A resend waits after {@link Requester#RESEND_BUDGET} packets unless the
+     * responder drops: then go-back-N (sending everything again at once) is what works.
+     */
+    enum Responder {
+        /** Not seen yet: resends wait after their budget. */
+        UNKNOWN,
+        /** An answer to a resend acknowledged more than the resend sent. */
+        HOLDS,
+        /** Answers to resends acknowledged only what they sent, twice, although more had been sent before. */
+        DROPS
+    }
+
     Recovery recovery = Recovery.IDLE;
+    Responder peer = Responder.UNKNOWN;
+    private int dropsSeen;
     /** PSN the current resend started at (comp.psn when it began); meaningful while RESENDING. */
     int resendFrom;
+    /**
+     * The current resend starts where the responder said it expects the next request: it began with a
+     * sequence NAK. Only then does an answer to it show what the responder holds; after a timeout or an
+     * implied NAK the responder may be further on than comp.psn, and acknowledges a duplicate with the last
+     * PSN it has (rxe duplicate_request), which says nothing about what followed a gap.
+     */
+    private boolean resendFromNak;
+    /** PSN of the last sequence NAK. */
+    private int nakPsn;
 
     /** An atomic's original value on its way to the requester's SGEs. */
     private final MemorySegment orig = Arena.ofAuto().allocate(8, 8);
@@ -64,6 +89,8 @@ final class Completer {
 
     void reset() {
         psn = 0;
+        peer = Responder.UNKNOWN;
+        dropsSeen = 0;
         resetRetryCounters();
     }
 
@@ -111,12 +138,25 @@ final class Completer {
         boolean resending = recovery == Recovery.RESENDING;
         int from = resendFrom;
         process(p);
-        if (resending && recovery == Recovery.IDLE && (p.opcode & 0x1F) == Opcodes.ACKNOWLEDGE
-                && Psn.compare(p.psn, Psn.add(from, Math.max(1, Requester.RESEND_BUDGET) - 1)) > 0
-                && Psn.compare(qp.requester.highWater, qp.requester.psn) > 0 && outstanding() != null) {
-            // The ACK that ended a resend acknowledges more than the resend sent: the responder held what
-            // followed the gap. What was sent before the rewind is held or on its way: go on after it.
-            skipTo(qp.requester.highWater);
+        // What the answer to a budgeted resend shows about the responder; only a resend that began at the
+        // responder's own NAK says anything, and a go-back-N one (peer DROPS) sent more than its budget.
+        if (resending && resendFromNak && peer != Responder.DROPS && recovery == Recovery.IDLE
+                && (p.opcode & 0x1F) == Opcodes.ACKNOWLEDGE && Requester.RESEND_BUDGET > 0) {
+            int budgetEnd = Psn.add(from, Requester.RESEND_BUDGET - 1);
+            if (Psn.compare(p.psn, budgetEnd) > 0) {
+                // The ACK that ended a resend acknowledges more than the resend sent: the responder held
+                // what followed the gap. What was sent before the rewind is held or on its way: go on
+                // after it.
+                peer = Responder.HOLDS;
+                if (Psn.compare(qp.requester.highWater, qp.requester.psn) > 0 && outstanding() != null) {
+                    skipTo(qp.requester.highWater);
+                }
+            } else if (peer == Responder.UNKNOWN && Psn.compare(qp.requester.highWater, Psn.add(budgetEnd, 1)) > 0
+                    && ++dropsSeen >= 2) {
+                // More had been sent past the budget before the rewind, and the responder acknowledged only
+                // the resend: it dropped the rest (rxe). From now on resends are go-back-N.
+                peer = Responder.DROPS;
+            }
         }
         qp.requester.run();
     }
@@ -274,6 +314,7 @@ final class Completer {
                         rnrRetry--;
                     }
                     psn = p.psn;
+                    resendFromNak = false; // a responder that is not ready holds nothing
                     goBackN();
                     qp.armRnr(Aeth.rnrDelayNs(syn));
                 } else {
@@ -339,6 +380,7 @@ final class Completer {
      * so the next resend starts at once, and counts as a retry without progress.
      */
     private void sequenceNak(int nakPsn, SendWqe w) {
+        this.nakPsn = nakPsn;
         if (Psn.compare(nakPsn, psn) > 0 && !w.opcode.isReadOrAtomic()) {
             qp.device.count(SoftCounter.RCV_SEQ_ERR);
             psn = nakPsn;
@@ -386,6 +428,7 @@ final class Completer {
             qp.device.count(cause == Cause.TIMEOUT ? SoftCounter.RETRY_TIMEOUTS : SoftCounter.RETRY_NAKS);
             recovery = Recovery.RESENDING;
             resendFrom = psn;
+            resendFromNak = (cause == Cause.SEQ_NAK || cause == Cause.REPEATED_NAK) && psn == nakPsn;
             goBackN();
             qp.retransDeadline = 0;
             qp.armRetransmit();

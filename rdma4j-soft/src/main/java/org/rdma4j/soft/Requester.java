@@ -219,7 +219,8 @@ final class Requester {
         if (rc && Psn.compare(psn, Psn.add(qp.completer.psn, SoftQp.MAX_UNACKED_PSNS)) > 0) {
             return false; // rxe wait_psn: the window is full
         }
-        boolean budgeted = rc && RESEND_BUDGET > 0 && qp.completer.recovery == Completer.Recovery.RESENDING;
+        boolean budgeted = rc && RESEND_BUDGET > 0 && qp.completer.recovery == Completer.Recovery.RESENDING
+                && qp.completer.peer != Completer.Responder.DROPS;
         if (budgeted && Psn.compare(psn, Psn.add(qp.completer.resendFrom, RESEND_BUDGET)) >= 0) {
             // A resend waits after its first packets for a response: a responder that held what followed
             // the gap (ours) then answers for all of it, and the resend continues from there; one that

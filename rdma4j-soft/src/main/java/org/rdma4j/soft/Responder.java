@@ -56,6 +56,12 @@ final class Responder {
     private int gapSeen;
     /** Since the gap opened, a packet arrived at or below {@link #gapSeen}: the requester is resending. */
     private boolean resendSeen;
+    /**
+     * Whether requests past a gap are held ({@link #outOfSequence}); false answers as rxe does, for
+     * comparisons ({@code -Drdma4j.soft.holdOutOfSequence=false}) and for tests of a requester facing rxe.
+     */
+    static final boolean HOLD_DEFAULT = !"false".equals(System.getProperty("rdma4j.soft.holdOutOfSequence"));
+    boolean holdsOutOfSequence = HOLD_DEFAULT;
     /** Requests that arrived past the gap before its NAK was sent. */
     private int gapArrivals;
     /** How many requests past a gap make the responder NAK it (one that asks for an ACK does at once). */
@@ -222,6 +228,16 @@ final class Responder {
      * being sent again ({@link #drainHeld}).
      */
     private void outOfSequence(Packet p) {
+        if (!holdsOutOfSequence) {
+            // rxe check_psn exactly: NAK the first one of a gap, drop it and all that follow.
+            if (!sentPsnNak) {
+                sentPsnNak = true;
+                qp.device.count(SoftCounter.OUT_OF_SEQ_REQUEST);
+                sendAck(Aeth.NAK_PSN_SEQ_ERROR, psn);
+            }
+            qp.device.count(SoftCounter.DROP_OUT_OF_SEQ);
+            return;
+        }
         hold(p);
         if (!sentPsnNak) {
             // The NAK waits until NAK_THRESHOLD requests have arrived past the gap, or one that asks for an

@@ -238,6 +238,35 @@ class SoftLossRecoveryTest {
         assertEquals(0, pair.a.dev.counter(SoftCounter.RETRY_TIMEOUTS));
     }
 
+    @ParameterizedTest(name = "responder holds: {0}")
+    @CsvSource({"true", "false"})
+    void theRequesterLearnsWhetherTheResponderHoldsWhatFollowsAGap(boolean holds) {
+        // Against a responder that drops what follows a gap (rxe), waiting after a resend's budget only
+        // costs a round trip each time: after two resends whose answers acknowledged only the budget,
+        // although more had been sent, resends are go-back-N. Against ours the first answer shows it holds.
+        LossyPair.Config cfg = LossyPair.Config.of(QpType.RC).mtu(Mtu.MTU_1024).retries(14, 7, 7);
+        pair = new LossyPair(cfg, 3, FaultInjectingLink.Faults.NONE);
+        pair.link.latency(10_000);
+        pair.stepNs(5_000);
+        ((SoftQp) pair.b.qp).responder.holdsOutOfSequence = holds;
+        SplittableRandom rnd = new SplittableRandom(99);
+        pair.link.dropIf(p -> p.is(Opcodes.M_REQ) && rnd.nextDouble() < 0.05);
+        SendWorkRequest[] wrs = new SendWorkRequest[MESSAGES];
+        for (int i = 0; i < MESSAGES; i++) {
+            wrs[i] = new SendWorkRequest(1).wrId(i).opcode(WrOpcode.RDMA_WRITE).sendFlags(SendFlags.SIGNALED)
+                    .singleSge(pair.a.addr((long) i * MSG), MSG, pair.a.mr.lkey())
+                    .remoteAddr(pair.b.addr((long) i * MSG)).rkey(pair.b.mr.rkey());
+        }
+        assertEquals(MESSAGES, pair.a.qp.postSend(wrs, MESSAGES));
+        List<List<WorkCompletion>> got = pair.collect(new CompletionQueue[] {pair.a.scq}, new int[] {MESSAGES}, 2_000_000);
+        for (WorkCompletion wc : got.getFirst()) {
+            assertEquals(WcStatus.SUCCESS, wc.status(), wc::toString);
+        }
+        assertArrayEquals(bytes(pair.a.mem, MESSAGES * MSG), bytes(pair.b.mem, MESSAGES * MSG));
+        assertEquals(holds ? Completer.Responder.HOLDS : Completer.Responder.DROPS, ((SoftQp) pair.a.qp).completer.peer,
+                pair::describe);
+    }
+
     @Test
     void retryCntCountsResendsWithoutProgress() {
         // Four losses, each further on in the resend that the previous one started: every NAK shows
