@@ -63,10 +63,13 @@ final class IbvContext extends IbvObject implements Context {
     final Map<Long, IbvSrq> srqs = new ConcurrentHashMap<>();
     final IbvAsyncEvents events;
     private final Dma dma;
+    /** A context librdmacm opened for its device (a CM ID's id->verbs): used, never closed, by us. */
+    final boolean external;
 
-    private IbvContext(IbvDevice device, MemorySegment ctx) {
+    private IbvContext(IbvDevice device, MemorySegment ctx, boolean external) {
         super(ctx);
         this.device = device;
+        this.external = external;
         this.postSendFn = ctx.get(ValueLayout.ADDRESS, OPS_POST_SEND);
         this.postRecvFn = ctx.get(ValueLayout.ADDRESS, OPS_POST_RECV);
         this.postSrqRecvFn = ctx.get(ValueLayout.ADDRESS, OPS_POST_SRQ_RECV);
@@ -98,12 +101,31 @@ final class IbvContext extends IbvObject implements Context {
         }
         IbvContext c;
         try {
-            c = new IbvContext(device, ctx);
+            c = new IbvContext(device, ctx, false);
             c.events.start();
         } catch (RuntimeException e) {
             closeQuietly(ctx);
             throw e;
         }
+        return c;
+    }
+
+    /**
+     * Wraps a context librdmacm opened (rdma_get_devices, a CM ID's {@code verbs}): checked as an opened one,
+     * never closed by this provider (librdmacm closes it when the process ends).
+     *
+     * @param device the device
+     * @param ptr    librdmacm's {@code struct ibv_context *}
+     * @return the context
+     */
+    static IbvContext external(IbvDevice device, MemorySegment ptr) {
+        MemorySegment ctx = ptr.reinterpret(IbvLayouts.CONTEXT.byteSize());
+        String abi = checkAbi(device, ctx);
+        if (abi != null) {
+            throw new VerbsException(Errno.EOPNOTSUPP, abi);
+        }
+        IbvContext c = new IbvContext(device, ctx, true);
+        c.events.start();
         return c;
     }
 
@@ -387,8 +409,15 @@ final class IbvContext extends IbvObject implements Context {
         events.wakeTakers();
     }
 
+    /**
+     * ibv_close_device. The context of a CM ID belongs to librdmacm: closing it does nothing (its PDs, CQs and
+     * channels are still the caller's to close).
+     */
     @Override
     public void close() {
+        if (external) {
+            return;
+        }
         if (!beginDestroy("ibv_close_device")) {
             return;
         }

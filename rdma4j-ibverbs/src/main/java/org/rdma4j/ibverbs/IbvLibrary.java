@@ -20,7 +20,11 @@ import org.rdma4j.libc.Libc;
  * speak, and a library that lacks one refuses to load, naming the symbol and the node.
  */
 final class IbvLibrary {
-    /** The soname (the unversioned {@code libibverbs.so} exists only with the -dev package). */
+    /**
+     * The soname (the unversioned {@code libibverbs.so} exists only with the -dev package); the system
+     * property {@code rdma4j.ibverbs.library} names another one or a path (a library built elsewhere, or the
+     * benchmarks' no-op stand-in).
+     */
     static final String SONAME = "libibverbs.so.1";
 
     /** The functions this provider calls, with the version node it was written for. */
@@ -65,7 +69,7 @@ final class IbvLibrary {
             synchronized (IbvLibrary.class) {
                 l = loaded;
                 if (l == null) {
-                    l = load(SONAME);
+                    l = load(System.getProperty("rdma4j.ibverbs.library", SONAME));
                     loaded = l;
                 }
             }

@@ -136,9 +136,18 @@ final class IbvPd extends IbvObject implements ProtectionDomain {
 
     @Override
     public QueuePair createQp(QpInitAttributes attrs) {
+        return createQp(attrs, IbvQp.VERBS);
+    }
+
+    /**
+     * @param attrs     creation attributes
+     * @param lifecycle libibverbs, or librdmacm for a CM ID's QP
+     * @return the QP, a child of this PD
+     */
+    IbvQp createQp(QpInitAttributes attrs, IbvQp.Lifecycle lifecycle) {
         enter("ibv_create_qp");
         try {
-            IbvQp qp = IbvQp.create(this, attrs);
+            IbvQp qp = IbvQp.create(this, attrs, lifecycle);
             children.add(qp);
             return qp;
         } finally {

@@ -68,10 +68,41 @@ final class IbvQp extends IbvObject implements QueuePair {
     private final int recvSgeMax;
     private final MemorySegment recvBad;
     private final RecvWorkRequest[] oneRecv = new RecvWorkRequest[1];
+    private final Lifecycle lifecycle;
+
+    /**
+     * How the native QP is made and destroyed: by libibverbs ({@link #VERBS}), or by librdmacm for a CM ID
+     * (rdma_create_qp / rdma_destroy_qp, which also clear the ID's {@code qp} pointer).
+     */
+    interface Lifecycle {
+        /**
+         * @return the new QP, or NULL with errno in {@code st}
+         */
+        MemorySegment create(MemorySegment st, MemorySegment pd, MemorySegment init) throws Throwable;
+
+        /**
+         * @return 0, or an errno
+         */
+        int destroy(MemorySegment st, MemorySegment qp) throws Throwable;
+    }
+
+    /** ibv_create_qp / ibv_destroy_qp. */
+    static final Lifecycle VERBS = new Lifecycle() {
+        @Override
+        public MemorySegment create(MemorySegment st, MemorySegment pd, MemorySegment init) throws Throwable {
+            return (MemorySegment) Ibv.CREATE_QP.invokeExact(st, pd, init);
+        }
+
+        @Override
+        public int destroy(MemorySegment st, MemorySegment qp) throws Throwable {
+            return (int) Ibv.DESTROY_QP.invokeExact(st, qp);
+        }
+    };
 
     private IbvQp(IbvPd pd, MemorySegment ptr, QpType type, QpCapabilities cap, IbvCq sendCq, IbvCq recvCq,
-            IbvSrq srq) {
+            IbvSrq srq, Lifecycle lifecycle) {
         super(ptr);
+        this.lifecycle = lifecycle;
         this.pd = pd;
         this.ctx = pd.ctx;
         this.type = type;
@@ -96,6 +127,16 @@ final class IbvQp extends IbvObject implements QueuePair {
     }
 
     static IbvQp create(IbvPd pd, QpInitAttributes attrs) {
+        return create(pd, attrs, VERBS);
+    }
+
+    /**
+     * @param pd        the PD
+     * @param attrs     creation attributes
+     * @param lifecycle who makes and destroys the native QP
+     * @return the QP
+     */
+    static IbvQp create(IbvPd pd, QpInitAttributes attrs, Lifecycle lifecycle) {
         IbvCq scq = cq(pd, attrs.sendCq(), "send");
         IbvCq rcq = cq(pd, attrs.recvCq(), "receive");
         IbvSrq srq = null;
@@ -118,7 +159,7 @@ final class IbvQp extends IbvObject implements QueuePair {
             init.set(ValueLayout.JAVA_INT, IbvLayouts.offset(IbvLayouts.QP_INIT_ATTR, "qp_type"), type.value());
             init.set(ValueLayout.JAVA_INT, IbvLayouts.offset(IbvLayouts.QP_INIT_ATTR, "sq_sig_all"),
                     attrs.sqSigAll() ? 1 : 0);
-            MemorySegment p = (MemorySegment) Ibv.CREATE_QP.invokeExact(st, pd.ptr, init);
+            MemorySegment p = lifecycle.create(st, pd.ptr, init);
             if (p.equals(MemorySegment.NULL)) {
                 throw IbvErrors.failed("ibv_create_qp", Ibv.errno(st), type + " " + c + " on " + pd.ctx.device.name());
             }
@@ -142,7 +183,7 @@ final class IbvQp extends IbvObject implements QueuePair {
                         srq != null ? granted.maxRecvSge() : Math.max(granted.maxRecvSge(), q.maxRecvSge()),
                         Math.max(granted.maxInlineData(), q.maxInlineData()));
             }
-            IbvQp qp = new IbvQp(pd, p, type, granted, scq, rcq, srq);
+            IbvQp qp = new IbvQp(pd, p, type, granted, scq, rcq, srq, lifecycle);
             scq.users.incrementAndGet();
             rcq.users.incrementAndGet();
             if (srq != null) {
@@ -570,7 +611,7 @@ final class IbvQp extends IbvObject implements QueuePair {
                 ctx.events.release(this);
                 try (Arena a = Arena.ofConfined()) {
                     MemorySegment st = Ibv.newCallState(a);
-                    int rc = (int) Ibv.DESTROY_QP.invokeExact(st, ptr);
+                    int rc = lifecycle.destroy(st, ptr);
                     if (rc != 0) {
                         destroyFailed();
                         int e = Ibv.err(rc, st);

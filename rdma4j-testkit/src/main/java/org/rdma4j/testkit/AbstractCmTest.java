@@ -115,9 +115,14 @@ public abstract class AbstractCmTest {
 
     @AfterEach
     final void tearDownCmFixture() {
+        if (fabric == null) {
+            return; // createCmFabric skipped the test (no device): nothing was made
+        }
         List<Throwable> failures = new ArrayList<>();
         for (CmEventChannel ch : new CmEventChannel[] {chA, chB}) {
-            run(failures, () -> drain(ch));
+            if (ch != null) {
+                run(failures, () -> drain(ch));
+            }
         }
         for (CmId id : ids) {
             run(failures, id::destroyQp);
@@ -134,10 +139,14 @@ public abstract class AbstractCmTest {
             run(failures, pd::close);
         }
         for (CmEventChannel ch : new CmEventChannel[] {chA, chB}) {
-            run(failures, () -> drain(ch));
-            run(failures, ch::close); // EBUSY if the test left an ID behind
+            if (ch != null) { // null when createEventChannel failed
+                run(failures, () -> drain(ch));
+                run(failures, ch::close); // EBUSY if the test left an ID behind
+            }
         }
-        run(failures, arena::close);
+        if (arena != null) {
+            run(failures, arena::close);
+        }
         run(failures, fabric::close);
         if (!failures.isEmpty()) {
             AssertionError e = new AssertionError("teardown/leak check failed: " + failures.getFirst());
@@ -293,9 +302,18 @@ public abstract class AbstractCmTest {
         expect(chA, CmEventType.ADDR_RESOLVED);
         assertNotNull(id.context(), "ADDR_RESOLVED: the ID knows its device");
         assertTrue(id.portNum() >= 1);
+        if (ps == PortSpace.UDP || ps == PortSpace.IPOIB) {
+            // iWARP has no UD QPs: the device says what it lacks (siw: RC only)
+            assumeTrue(id.context().device().transportType() != org.rdma4j.verbs.TransportType.IWARP,
+                    "an iWARP device has no UD QPs");
+        }
         id.resolveRoute(T);
         expect(chA, CmEventType.ROUTE_RESOLVED);
-        assertNotNull(id.route());
+        if (id.context().device().transportType() != org.rdma4j.verbs.TransportType.IWARP) {
+            // iWARP resolves no path record (cma.c cma_resolve_iw_route reports ROUTE_RESOLVED at once,
+            // route.num_paths 0): there is no IB path to describe
+            assertNotNull(id.route());
+        }
         return id;
     }
 

@@ -59,7 +59,9 @@ public abstract class AbstractDeviceQueryTest extends ConformanceTestBase {
         assertTrue(a.maxQpInitRdAtom() >= 1, "max_qp_init_rd_atom " + a.maxQpInitRdAtom());
         assertTrue(a.maxSrq() > 0, "max_srq " + a.maxSrq());
         assertTrue(a.maxSrqWr() > 0, "max_srq_wr " + a.maxSrqWr());
-        assertTrue(a.maxAh() > 0, "max_ah " + a.maxAh());
+        if (!iwarp()) { // iWARP has no address handles: siw reports max_ah 0
+            assertTrue(a.maxAh() > 0, "max_ah " + a.maxAh());
+        }
         assertTrue(a.maxInlineData() >= 64, "max_inline_data " + a.maxInlineData());
         assertTrue(a.physPortCnt() >= 1, "phys_port_cnt " + a.physPortCnt());
         assertTrue(a.atomicCap().equals("ATOMIC_HCA") || a.atomicCap().equals("ATOMIC_NONE"),
@@ -76,7 +78,9 @@ public abstract class AbstractDeviceQueryTest extends ConformanceTestBase {
             assertTrue(p.activeMtu().bytes() <= p.maxMtu().bytes(), "active_mtu " + p.activeMtu()
                     + " > max_mtu " + p.maxMtu());
             assertTrue(p.gidTblLen() >= 1, "gid_tbl_len " + p.gidTblLen());
-            assertTrue(p.pkeyTblLen() >= 1, "pkey_tbl_len " + p.pkeyTblLen());
+            if (!iwarp()) { // iWARP has no P_Keys: siw reports pkey_tbl_len 0
+                assertTrue(p.pkeyTblLen() >= 1, "pkey_tbl_len " + p.pkeyTblLen());
+            }
             assertTrue(p.maxMsgSz() >= p.activeMtu().bytes(), "max_msg_sz " + p.maxMsgSz());
             assertTrue("Ethernet".equals(p.linkLayer()) || "InfiniBand".equals(p.linkLayer()),
                     "link_layer " + p.linkLayer());

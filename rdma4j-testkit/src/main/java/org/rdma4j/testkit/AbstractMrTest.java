@@ -95,7 +95,9 @@ public abstract class AbstractMrTest extends ConformanceTestBase {
             variants.add(mr.lkey() & 0xFF);
             indexes.add(mr.lkey() >>> 8);
         }
-        assertTrue(variants.size() > 1, "low 8 bits of 16 lkeys are all " + variants);
+        if (!iwarp()) { // siw's STag key is always 0 (siw_mem.c: stag = id << 8), rxe's random
+            assertTrue(variants.size() > 1, "low 8 bits of 16 lkeys are all " + variants);
+        }
         assertEquals(16, indexes.size(), "16 live MRs share a key index: " + indexes);
     }
 

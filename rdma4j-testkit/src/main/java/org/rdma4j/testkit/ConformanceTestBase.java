@@ -168,6 +168,17 @@ public abstract class ConformanceTestBase {
 
     // ------------------------------------------------------------------ resources
 
+    /**
+     * Whether device 0 is an iWARP device (siw, irdma in iWARP mode): RC QPs only, connected through
+     * rdma_cm, no address handles, no P_Keys. What the suites leave out there is what the device's
+     * transport says it lacks.
+     *
+     * @return true for iWARP
+     */
+    protected boolean iwarp() {
+        return fabric.device(0).transportType() == org.rdma4j.verbs.TransportType.IWARP;
+    }
+
     /** @return the pair builders */
     protected Players players() {
         return players;
