@@ -52,10 +52,13 @@ final class Responder {
     private Packet[] held;
     private int heldCount;
     private boolean draining;
-    /** The highest PSN that arrived out of sequence since the current gap opened. */
-    private int gapSeen;
-    /** Since the gap opened, a packet arrived at or below {@link #gapSeen}: the requester is resending. */
-    private boolean resendSeen;
+    /** The PSN of the previous request that arrived out of sequence. */
+    private int lastOutOfSeq;
+    /**
+     * Since the last NAK, a request arrived out of sequence at or below the one before it: the requester
+     * went back (a resend), and the next AckReq request of it gets the NAK again, once.
+     */
+    private boolean rewindSeen;
     /**
      * Whether requests past a gap are held ({@link #outOfSequence}); false answers as rxe does, for
      * comparisons ({@code -Drdma4j.soft.holdOutOfSequence=false}) and for tests of a requester facing rxe.
@@ -244,28 +247,29 @@ final class Responder {
             // answer: a request that is only late (reordered) then usually fills the gap first, and nothing
             // is sent again (TCP's duplicate-ACK threshold, RFC 5681, for the same reason). rxe NAKs the
             // first one.
-            if (gapArrivals == 0 || Psn.compare(p.psn, gapSeen) > 0) {
-                gapSeen = p.psn;
-            }
+            lastOutOfSeq = p.psn;
             if (++gapArrivals < NAK_THRESHOLD && !p.ackReq) {
                 return;
             }
             sentPsnNak = true;
-            resendSeen = false;
+            rewindSeen = false;
             qp.device.count(SoftCounter.OUT_OF_SEQ_REQUEST);
             sendAck(Aeth.NAK_PSN_SEQ_ERROR, psn);
             return;
         }
-        // Repeated only for a packet of a resend: the packets the requester sent before it heard the
-        // first NAK come in rising order and say nothing new; a PSN at or below the highest seen since the
-        // gap opened shows the requester went back, and a resend's packet that asks for an ACK while ePSN
-        // is still missing means the resend lost its first packet too.
-        if (Psn.compare(p.psn, gapSeen) <= 0) {
-            resendSeen = true;
-        } else {
-            gapSeen = p.psn;
+        // Repeated only for a packet of a resend, and once for each: the packets the requester sent before
+        // it heard the first NAK come in rising order and say nothing new; a PSN at or below the previous
+        // one shows the requester went back, and a resend's packet that asks for an ACK while ePSN is still
+        // missing means the resend lost its first packet too. The requester counts every repeat as a retry
+        // without progress (Completer.sequenceNak), so a resend whose later AckReq packets each drew one
+        // would use up retry_cnt in one go: seen between two processes at 5 % loss, where a resend that
+        // went on past its budget drew a repeat for every AckReq of the pass and failed RETRY_EXC_ERR.
+        if (Psn.compare(p.psn, lastOutOfSeq) <= 0) {
+            rewindSeen = true;
         }
-        if (p.ackReq && resendSeen) {
+        lastOutOfSeq = p.psn;
+        if (p.ackReq && rewindSeen) {
+            rewindSeen = false;
             qp.device.count(SoftCounter.SEQ_NAK_REPEATS);
             sendAck(Aeth.NAK_PSN_SEQ_ERROR, psn);
         }
@@ -333,7 +337,7 @@ final class Responder {
             // before it, as the drain's ACK would), so the requester resends from the gap instead of going
             // on from an ACK and hearing of the gap only after.
             sentPsnNak = true;
-            resendSeen = false; // gapSeen stays the highest PSN seen: it is above everything held
+            rewindSeen = false; // lastOutOfSeq stays: a resend from the new gap comes in below it
             qp.device.count(SoftCounter.OUT_OF_SEQ_REQUEST);
             sendAck(Aeth.NAK_PSN_SEQ_ERROR, psn);
         } else if (drainAckPsn >= 0) {
