@@ -15,7 +15,7 @@ import org.rdma4j.libc.NativeFd;
 /**
  * One netfilter queue (nfnetlink_queue), spoken to directly over a netlink socket: the packets an
  * {@code iptables ... -j NFQUEUE --queue-num N} rule queues come to {@link #receive} with their
- * payload, and each waits in the kernel until {@link #verdict} accepts it (possibly with a new
+ * payload, and each waits in the kernel until {@link Sender#verdict} accepts it (possibly with a new
  * payload) or drops it, in any order. Messages as in {@code linux/netfilter/nfnetlink_queue.h}.
  * Needs CAP_NET_ADMIN; the queue belongs to the network namespace of the thread that opens it.
  *
