@@ -6,7 +6,8 @@
  */
 module org.rdma4j.tools {
     requires transitive org.rdma4j.verbs;
-    // RoceLinks: the links-file format `link` edits and the soft provider reads.
+    // RoceLinks: the links-file format `link` edits and the soft provider reads; statistic: the counter
+    // files of running processes.
     requires org.rdma4j.common;
     // --chart: the PNG is drawn with java.awt (headless) and written with javax.imageio.
     requires java.desktop;

@@ -18,13 +18,13 @@ import org.rdma4j.verbs.Gid;
  * @param sl           service level
  */
 record CmAv(MadPort port, Gid dgid, int sgidIndex, int hopLimit, int trafficClass, int flowLabel, int sl) {
-    /** @return the verbs address vector of this path */
+    /** {@return the verbs address vector of this path} */
     AhAttributes ahAttributes() {
         return new AhAttributes().dgid(dgid).sgidIndex(sgidIndex).hopLimit(hopLimit).trafficClass(trafficClass)
                 .flowLabel(flowLabel).sl(sl).portNum(port.portNum).global(true);
     }
 
-    /** @return the local GID of this path */
+    /** {@return the local GID of this path} */
     Gid sgid() {
         return port.gid(sgidIndex);
     }

@@ -64,7 +64,7 @@ public enum CmCounter {
     /** CM: connection requests left unanswered because the listener's backlog was full. */
     CM_BACKLOG_DROPS;
 
-    /** @return the name in lower case, as counters are printed ({@code mads_sent}) */
+    /** {@return the name in lower case, as counters are printed ({@code mads_sent})} */
     public String counterName() {
         return name().toLowerCase(Locale.ROOT);
     }

@@ -86,7 +86,7 @@ final class CmTimers implements AutoCloseable {
         return t;
     }
 
-    /** @return how many timers are armed (cancelled ones may still be counted until they come due) */
+    /** {@return how many timers are armed (cancelled ones may still be counted until they come due)} */
     int pending() {
         return queue.size();
     }

@@ -75,7 +75,7 @@ final class IbCm implements MadLayer.Agent {
         mad.register(Mad.CLASS_CM, Mad.CM_CLASS_VERSION, 1 << Mad.METHOD_SEND, this);
     }
 
-    /** @return how many communications exist (every state but destroyed) */
+    /** {@return how many communications exist (every state but destroyed)} */
     int idCount() {
         return localIds.size();
     }

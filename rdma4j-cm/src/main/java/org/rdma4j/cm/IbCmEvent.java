@@ -20,7 +20,7 @@ record IbCmEvent(Type type, MadRecv recv, IbCmId listenId) {
         return new IbCmEvent(type, recv, null);
     }
 
-    /** @return the received MAD's bytes */
+    /** {@return the received MAD's bytes} */
     byte[] mad() {
         return recv.mad();
     }

@@ -165,7 +165,7 @@ final class Mad {
         }
     }
 
-    /** @return a hex dump, 16 bytes a line, for traces and test failures */
+    /** {@return a hex dump, 16 bytes a line, for traces and test failures} */
     static String hex(byte[] m) {
         StringBuilder sb = new StringBuilder(m.length * 3 + m.length / 16 * 6);
         for (int i = 0; i < m.length; i++) {

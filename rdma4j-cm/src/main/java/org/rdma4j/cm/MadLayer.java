@@ -60,12 +60,12 @@ final class MadLayer {
             this.retriesLeft = retries;
         }
 
-        /** @return the TID */
+        /** {@return the TID} */
         long tid() {
             return Mad.tid(mad);
         }
 
-        /** @return whether it still retransmits */
+        /** {@return whether it still retransmits} */
         boolean active() {
             return !done;
         }

@@ -213,7 +213,7 @@ final class MadPort implements AutoCloseable {
         return ctx.queryPort(portNum).gidTblLen();
     }
 
-    /** @return the index of {@code g} in the port's GID table, or -1 */
+    /** {@return the index of {@code g} in the port's GID table, or -1} */
     int gidIndexOf(Gid g) {
         int n = gidCount();
         for (int i = 0; i < n; i++) {
@@ -249,7 +249,7 @@ final class MadPort implements AutoCloseable {
         return out;
     }
 
-    /** @return whether this port owns the address */
+    /** {@return whether this port owns the address} */
     boolean owns(InetAddress a) {
         return gidIndexOf(Gid.ofInetAddress(a)) >= 0;
     }

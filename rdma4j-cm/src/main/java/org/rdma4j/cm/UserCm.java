@@ -161,7 +161,7 @@ public final class UserCm implements CmProvider, AutoCloseable {
         }
     }
 
-    /** @return a builder */
+    /** {@return a builder} */
     public static Builder builder() {
         return new Builder();
     }
@@ -290,8 +290,9 @@ public final class UserCm implements CmProvider, AutoCloseable {
     }
 
     /**
+     * {@return its value}
+     *
      * @param c a counter
-     * @return its value
      */
     public long counter(CmCounter c) {
         lock.lock();
@@ -302,7 +303,7 @@ public final class UserCm implements CmProvider, AutoCloseable {
         }
     }
 
-    /** @return every counter by {@link CmCounter#counterName()}, read together */
+    /** {@return every counter by {@link CmCounter#counterName()}, read together} */
     public Map<String, Long> counters() {
         Map<String, Long> m = new LinkedHashMap<>();
         lock.lock();
@@ -316,7 +317,7 @@ public final class UserCm implements CmProvider, AutoCloseable {
         return Collections.unmodifiableMap(m);
     }
 
-    /** @return how many IB CM communications exist (listeners and TIMEWAIT ones included) */
+    /** {@return how many IB CM communications exist (listeners and TIMEWAIT ones included)} */
     public int communications() {
         lock.lock();
         try {
@@ -378,7 +379,7 @@ public final class UserCm implements CmProvider, AutoCloseable {
         return id;
     }
 
-    /** @return the port that owns the address, or null */
+    /** {@return the port that owns the address, or null} */
     MadPort portOwning(InetAddress a) {
         for (MadPort p : ports) {
             if (p.active() && p.owns(a)) {
@@ -492,7 +493,7 @@ public final class UserCm implements CmProvider, AutoCloseable {
         }
     }
 
-    /** @return whether the CM is closed */
+    /** {@return whether the CM is closed} */
     boolean isClosed() {
         return closed;
     }

@@ -10,6 +10,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
+import org.rdma4j.common.RdmaEvents;
 import org.rdma4j.verbs.AccessFlag;
 import org.rdma4j.verbs.Context;
 import org.rdma4j.verbs.Errno;
@@ -91,8 +92,15 @@ final class UserCmId implements CmIdSpi {
     private void post(CmEventInfo e) {
         CmEventSink s = sink;
         if (s != null && state != State.DESTROYING) {
+            recordEvent(e);
             s.post(e);
         }
+    }
+
+    /** The JFR event {@code org.rdma4j.CmEvent} of an rdma_cm event this ID delivers (docs/observability.md). */
+    private void recordEvent(CmEventInfo e) {
+        RdmaEvents.cmEvent(port == null ? null : port.device.name(), e.type().name(), String.valueOf(src),
+                String.valueOf(dst), qpNum, e.status());
     }
 
     private static VerbsException inval(String msg) {
@@ -346,6 +354,7 @@ final class UserCmId implements CmIdSpi {
             return -Errno.ENOMEM.value();
         }
         conn.sink = s;
+        conn.recordEvent(info);
         if (!sidr) {
             // cma_ib_req_handler: the delayed MRA, so that a duplicate REQ is answered with an MRA
             l.cm.ibcm.sendMra(ibId, IbCm.MRA_FLAG_DELAY | CmMsg.CMA_CM_MRA_SETTING, null);

@@ -27,7 +27,7 @@ public final class UserCmProvider implements CmProvider {
     public UserCmProvider() {
     }
 
-    /** @return the process-wide CM, started on first use */
+    /** {@return the process-wide CM, started on first use} */
     public static UserCm shared() {
         UserCm s = shared;
         if (s == null) {

@@ -13,6 +13,8 @@ public final class ManualClock implements NanoClock {
     @FunctionalInterface
     public interface Listener {
         /**
+         * Called after the clock moved, on the thread that moved it.
+         *
          * @param nowNs the new time
          */
         void onTimeAdvanced(long nowNs);
@@ -26,7 +28,11 @@ public final class ManualClock implements NanoClock {
         this(1_000_000_000L);
     }
 
-    /** @param startNs initial time */
+    /**
+     * Creates a clock that stands at {@code startNs} until advanced.
+     *
+     * @param startNs initial time
+     */
     public ManualClock(long startNs) {
         this.now = startNs;
     }
@@ -60,12 +66,20 @@ public final class ManualClock implements NanoClock {
         }
     }
 
-    /** @param l called on every advance */
+    /**
+     * Adds a listener.
+     *
+     * @param l called on every advance
+     */
     public void addListener(Listener l) {
         listeners.add(l);
     }
 
-    /** @param l a listener added before */
+    /**
+     * Removes a listener.
+     *
+     * @param l a listener added before
+     */
     public void removeListener(Listener l) {
         listeners.remove(l);
     }

@@ -9,10 +9,10 @@ public interface NanoClock {
     /** The system's monotonic clock. */
     NanoClock SYSTEM = System::nanoTime;
 
-    /** @return the current time in nanoseconds (arbitrary origin, monotonic) */
+    /** {@return the current time in nanoseconds (arbitrary origin, monotonic)} */
     long nanoTime();
 
-    /** @return true if time only moves when someone advances it (tests) */
+    /** {@return true if time only moves when someone advances it (tests)} */
     default boolean isManual() {
         return false;
     }

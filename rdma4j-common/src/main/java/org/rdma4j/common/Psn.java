@@ -10,19 +10,21 @@ public final class Psn {
     }
 
     /**
+     * {@return negative, zero or positive as a is before, equal to or after b in the 2^23 window (rxe's
+     * psn_compare)}
+     *
      * @param a a PSN
      * @param b a PSN
-     * @return negative, zero or positive as a is before, equal to or after b in the 2^23 window
-     *         (rxe's psn_compare)
      */
     public static int compare(int a, int b) {
         return ((a - b) << 8) >> 8;
     }
 
     /**
+     * {@return psn + n modulo 2^24}
+     *
      * @param psn a PSN
      * @param n   increment
-     * @return psn + n modulo 2^24
      */
     public static int add(int psn, int n) {
         return (psn + n) & MASK;

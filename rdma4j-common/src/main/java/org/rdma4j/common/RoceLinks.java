@@ -62,7 +62,7 @@ public final class RoceLinks {
             check(ips, udpPort);
         }
 
-        /** @return {@code addr[,addr][@port]}, the port only when it is not {@value #DEFAULT_UDP_PORT} */
+        /** {@return {@code addr[,addr][@port]}, the port only when it is not {@value #DEFAULT_UDP_PORT}} */
         @Override
         public String toString() {
             List<String> a = new ArrayList<>();
@@ -88,7 +88,7 @@ public final class RoceLinks {
             }
         }
 
-        /** @return the entry as the links file holds it: {@code name=addr[,addr][@port]} */
+        /** {@return the entry as the links file holds it: {@code name=addr[,addr][@port]}} */
         @Override
         public String toString() {
             return name + "=" + addresses;
@@ -132,7 +132,9 @@ public final class RoceLinks {
     }
 
     /**
-     * @param name   a device name
+     * Checks a device name.
+     *
+     * @param name a device name
      * @param source where it came from, for the message ("" for none)
      * @throws IllegalArgumentException when it is not letters, digits and {@code _.-}
      */
@@ -233,22 +235,24 @@ public final class RoceLinks {
     }
 
     /**
+     * {@return the line without its comment ({@code #} to the end)}
+     *
      * @param line a line of the links file
-     * @return the line without its comment ({@code #} to the end)
      */
     public static String stripComment(String line) {
         int h = line.indexOf('#');
         return h >= 0 ? line.substring(0, h) : line;
     }
 
-    /** @return the links file: {@code $RDMA4J_LINKS}, else {@code ~/.config/rdma4j/links} */
+    /** {@return the links file: {@code $RDMA4J_LINKS}, else {@code ~/.config/rdma4j/links}} */
     public static Path file() {
         return file(System::getenv);
     }
 
     /**
+     * {@return the links file: {@code $RDMA4J_LINKS}, else {@code ~/.config/rdma4j/links}}
+     *
      * @param env the environment
-     * @return the links file: {@code $RDMA4J_LINKS}, else {@code ~/.config/rdma4j/links}
      */
     public static Path file(UnaryOperator<String> env) {
         String f = env.apply(FILE_ENV);

@@ -41,16 +41,17 @@ final class BouncePool {
     }
 
     /**
+     * {@return the bounce address, or -1 when the pool has no room}
+     *
      * @param cpu      the original buffer
      * @param copyIn   copy it into the slots now
      * @param maxSlots the largest run allowed
-     * @return the bounce address, or -1 when the pool has no room
      */
     long map(MemorySegment cpu, boolean copyIn, int maxSlots) {
         return map(cpu, cpu.byteSize(), copyIn, maxSlots);
     }
 
-    /** @return the address of len bytes of pool memory with no original (coherent memory), or -1 */
+    /** {@return the address of len bytes of pool memory with no original (coherent memory), or -1} */
     long reserve(long len) {
         return map(null, len, false, Integer.MAX_VALUE);
     }
@@ -102,7 +103,7 @@ final class BouncePool {
         return -1;
     }
 
-    /** @return the first slot of the live mapping holding addr, or -1 */
+    /** {@return the first slot of the live mapping holding addr, or -1} */
     private int mappingOf(long addr) {
         if (!contains(addr)) {
             return -1;
@@ -111,7 +112,7 @@ final class BouncePool {
         return h - 1;
     }
 
-    /** @return the original buffer of the mapping starting exactly at addr, or null */
+    /** {@return the original buffer of the mapping starting exactly at addr, or null} */
     MemorySegment original(long addr) {
         int s = mappingOf(addr);
         return s >= 0 && BASE + ((long) s << SLOT_SHIFT) == addr ? orig[s] : null;
@@ -166,7 +167,7 @@ final class BouncePool {
         return true;
     }
 
-    /** @return false unless [addr, addr+len) lies inside one live mapping; else fills out with the slots */
+    /** {@return false unless [addr, addr+len) lies inside one live mapping; else fills out with the slots} */
     boolean translate(long addr, long len, DmaPiece out) {
         int s = mappingOf(addr);
         if (s < 0) {

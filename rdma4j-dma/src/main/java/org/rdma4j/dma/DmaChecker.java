@@ -8,6 +8,7 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.function.Consumer;
 
+import org.rdma4j.common.RdmaEvents;
 import org.rdma4j.verbs.Dma;
 import org.rdma4j.verbs.DmaDirection;
 
@@ -72,12 +73,16 @@ public final class DmaChecker {
     public DmaChecker() {
     }
 
-    /** @param l called with every report, on the thread that misused the API; null for none */
+    /**
+     * Sets where reports go (besides the report list).
+     *
+     * @param l called with every report, on the thread that misused the API; null for none
+     */
     public void listener(Consumer<DmaReport> l) {
         this.listener = l;
     }
 
-    /** @return every report so far, oldest first */
+    /** {@return every report so far, oldest first} */
     public synchronized List<DmaReport> reports() {
         return List.copyOf(reports);
     }
@@ -87,7 +92,7 @@ public final class DmaChecker {
         reports.clear();
     }
 
-    /** @return how many mappings are live */
+    /** {@return how many mappings are live} */
     public synchronized int liveMappings() {
         return live.size();
     }
@@ -98,6 +103,7 @@ public final class DmaChecker {
 
     synchronized void report(DmaReport.Kind kind, String msg, Throwable mappedAt) {
         DmaReport r = new DmaReport(kind, msg, mappedAt, new Throwable("misuse"));
+        RdmaEvents.dmaCheckerReport(kind.name(), msg);
         if (reports.size() < MAX_REPORTS) {
             reports.add(r);
         }
@@ -335,7 +341,15 @@ public final class DmaChecker {
         report(DmaReport.Kind.ACCESS_TO_UNREACHABLE_MEMORY, what, (Throwable) null);
     }
 
-    /** @param s memory @param off start @param len bytes @param crc accumulator to update */
+    /**
+     * Adds a range of memory to a checksum (how the checker sees a send buffer change between post and
+     * completion).
+     *
+     * @param s memory
+     * @param off start
+     * @param len bytes
+     * @param crc accumulator to update
+     */
     public static void checksum(MemorySegment s, long off, long len, java.util.zip.CRC32C crc) {
         if (len > 0) {
             MemorySegment slice = s.asSlice(off, len);

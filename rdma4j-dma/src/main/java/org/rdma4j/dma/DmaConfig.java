@@ -45,52 +45,80 @@ public record DmaConfig(DmaMode mode, long iommuWindow, long bouncePool, int add
         }
     }
 
-    /** @return a virtual device (the soft device's default): DMA address = buffer address, no checker */
+    /** {@return a virtual device (the soft device's default): DMA address = buffer address, no checker} */
     public static DmaConfig virtual() {
         return new DmaConfig(DmaMode.VIRTUAL, DEFAULT_IOMMU_WINDOW, DEFAULT_BOUNCE_POOL, 64, false, false, false);
     }
 
-    /** @return a device behind an IOMMU with the default window */
+    /** {@return a device behind an IOMMU with the default window} */
     public static DmaConfig iommu() {
         return virtual().withMode(DmaMode.IOMMU);
     }
 
-    /** @return a device with bounce buffers (the default pool) for what it cannot reach */
+    /** {@return a device with bounce buffers (the default pool) for what it cannot reach} */
     public static DmaConfig bounce() {
         return virtual().withMode(DmaMode.BOUNCE);
     }
 
-    /** @param m mode @return a copy with it */
+    /**
+     * {@return a copy with it}
+     *
+     * @param m mode
+     */
     public DmaConfig withMode(DmaMode m) {
         return new DmaConfig(m, iommuWindow, bouncePool, addressBits, forceBounce, bounceRegistrations, checker);
     }
 
-    /** @param bytes window @return a copy with it */
+    /**
+     * {@return a copy with it}
+     *
+     * @param bytes window
+     */
     public DmaConfig withIommuWindow(long bytes) {
         return new DmaConfig(mode, bytes, bouncePool, addressBits, forceBounce, bounceRegistrations, checker);
     }
 
-    /** @param bytes pool size @return a copy with it */
+    /**
+     * {@return a copy with it}
+     *
+     * @param bytes pool size
+     */
     public DmaConfig withBouncePool(long bytes) {
         return new DmaConfig(mode, iommuWindow, bytes, addressBits, forceBounce, bounceRegistrations, checker);
     }
 
-    /** @param bits DMA mask width @return a copy with it */
+    /**
+     * {@return a copy with it}
+     *
+     * @param bits DMA mask width
+     */
     public DmaConfig withAddressBits(int bits) {
         return new DmaConfig(mode, iommuWindow, bouncePool, bits, forceBounce, bounceRegistrations, checker);
     }
 
-    /** @param on bounce everything @return a copy with it */
+    /**
+     * {@return a copy with it}
+     *
+     * @param on bounce everything
+     */
     public DmaConfig withForceBounce(boolean on) {
         return new DmaConfig(mode, iommuWindow, bouncePool, addressBits, on, bounceRegistrations, checker);
     }
 
-    /** @param on allow registrations through bounce buffers @return a copy with it */
+    /**
+     * {@return a copy with it}
+     *
+     * @param on allow registrations through bounce buffers
+     */
     public DmaConfig withBounceRegistrations(boolean on) {
         return new DmaConfig(mode, iommuWindow, bouncePool, addressBits, forceBounce, on, checker);
     }
 
-    /** @param on checker on or off @return a copy with it */
+    /**
+     * {@return a copy with it}
+     *
+     * @param on checker on or off
+     */
     public DmaConfig withChecker(boolean on) {
         return new DmaConfig(mode, iommuWindow, bouncePool, addressBits, forceBounce, bounceRegistrations, on);
     }

@@ -8,6 +8,10 @@ import java.lang.foreign.MemorySegment;
  * translation allocates nothing. Not thread-safe; one per engine component.
  */
 public final class DmaPiece {
+    /** Creates a {@code DmaPiece}. */
+    public DmaPiece() {
+    }
+
     /** The memory. */
     public MemorySegment segment;
     /** Offset of the first byte in {@link #segment}. */

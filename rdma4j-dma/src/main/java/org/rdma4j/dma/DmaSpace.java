@@ -16,7 +16,7 @@ import org.rdma4j.verbs.spi.DmaOps;
 
 /**
  * One device's way into host memory, as its {@link DmaConfig} says: the mapping calls
- * ({@link #ops}), memory registration ({@link #mapRegion}) and, for the device engine, address
+ * ({@link #dmaFor}), memory registration ({@link #mapRegion}) and, for the device engine, address
  * translation ({@link #translate}) and per-access checks ({@link #access}). The engine branches on
  * {@link #virtual} (a final field) before calling anything here, so a virtual device without a
  * checker pays one predictable branch and no lookups.
@@ -45,7 +45,11 @@ public final class DmaSpace {
     private final long addressLimit;
     private final Map<Long, Arena> coherentArenas = new HashMap<>();
 
-    /** @param config how the device reaches memory */
+    /**
+     * Creates the device's DMA space.
+     *
+     * @param config how the device reaches memory
+     */
     public DmaSpace(DmaConfig config) {
         this.config = config;
         this.mode = config.mode();
@@ -57,19 +61,20 @@ public final class DmaSpace {
         this.addressLimit = config.addressBits() >= 64 ? Long.MAX_VALUE : (1L << config.addressBits()) - 1;
     }
 
-    /** @return the mode */
+    /** {@return the mode} */
     public DmaMode mode() {
         return mode;
     }
 
-    /** @return the checker, or null when off */
+    /** {@return the checker, or null when off} */
     public DmaChecker checker() {
         return checker;
     }
 
     /**
+     * {@return the ULP-facing mapping calls for that owner}
+     *
      * @param owner the context the mappings belong to (for leak reports)
-     * @return the ULP-facing mapping calls for that owner
      */
     public Dma dmaFor(Object owner) {
         return new Dma(virtual && checker == null, new Session(owner));
@@ -296,9 +301,10 @@ public final class DmaSpace {
     }
 
     /**
+     * {@return whether the engine may use the segment directly (no translation or bounce in between)}
+     *
      * @param segment a registered segment
      * @param addr    what {@link #mapRegion} returned for it
-     * @return whether the engine may use the segment directly (no translation or bounce in between)
      */
     public boolean regionDirect(MemorySegment segment, long addr) {
         return mode != DmaMode.IOMMU && addr == segment.address();
@@ -407,7 +413,7 @@ public final class DmaSpace {
 
     private final DmaPiece scratch = new DmaPiece();
 
-    /** @return IOMMU pages in use (0 in other modes) */
+    /** {@return IOMMU pages in use (0 in other modes)} */
     public synchronized int iommuPagesInUse() {
         return iommu == null ? 0 : iommu.usedPages();
     }

@@ -101,16 +101,18 @@ final class Ibv {
     }
 
     /**
+     * {@return a call state for the control-path handles}
+     *
      * @param arena owns it
-     * @return a call state for the control-path handles
      */
     static MemorySegment newCallState(java.lang.foreign.Arena arena) {
         return arena.allocate(CALL_STATE);
     }
 
     /**
+     * {@return its errno}
+     *
      * @param state the call state of the last call
-     * @return its errno
      */
     static int errno(MemorySegment state) {
         return (int) ERRNO_HANDLE.get(state, 0L);

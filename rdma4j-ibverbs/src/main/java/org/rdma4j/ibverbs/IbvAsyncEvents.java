@@ -174,8 +174,9 @@ final class IbvAsyncEvents implements Runnable {
     }
 
     /**
+     * {@return the next event, or null}
+     *
      * @param timeout how long to wait; zero polls
-     * @return the next event, or null
      */
     AsyncEvent take(Duration timeout) {
         try {

@@ -104,7 +104,7 @@ final class IbvAttrs {
                 pa16(a, "pkey_tbl_len"));
     }
 
-    /** @return the MTU of an ibv_mtu value, MTU_256 for an out-of-range one (never seen from a real port) */
+    /** {@return the MTU of an ibv_mtu value, MTU_256 for an out-of-range one (never seen from a real port)} */
     static Mtu mtu(int v) {
         return v >= 1 && v <= 5 ? Mtu.ofValue(v) : Mtu.MTU_256;
     }

@@ -130,7 +130,7 @@ final class IbvContext extends IbvObject implements Context {
     }
 
     /**
-     * @return null if the context is what this provider reads, else what differs
+     * {@return null if the context is what this provider reads, else what differs}
      */
     static String checkAbi(IbvDevice device, MemorySegment ctx) {
         String what = "libibverbs' context of " + device.name() + " differs from what this provider was written for"

@@ -97,17 +97,17 @@ public final class IbvDevice implements Device {
         return isIwarp() ? org.rdma4j.verbs.TransportType.IWARP : org.rdma4j.verbs.TransportType.IB;
     }
 
-    /** @return the uverbs character device name, e.g. {@code uverbs0} (/dev/infiniband/uverbs0) */
+    /** {@return the uverbs character device name, e.g. {@code uverbs0} (/dev/infiniband/uverbs0)} */
     public String uverbsName() {
         return uverbs;
     }
 
-    /** @return true for an iWARP device (siw, Chelsio, irdma in iWARP mode): connected only through rdma_cm */
+    /** {@return true for an iWARP device (siw, Chelsio, irdma in iWARP mode): connected only through rdma_cm} */
     public boolean isIwarp() {
         return transportType == TRANSPORT_IWARP;
     }
 
-    /** @return ibv_node_type (1 CA, 4 RNIC, ...) */
+    /** {@return ibv_node_type (1 CA, 4 RNIC, ...)} */
     public int nodeType() {
         return nodeType;
     }

@@ -27,7 +27,7 @@ final class IbvDevices {
         this.status = status;
     }
 
-    /** @return the devices, read on first use */
+    /** {@return the devices, read on first use} */
     static IbvDevices get() {
         IbvDevices d = instance;
         if (d == null) {
@@ -98,8 +98,9 @@ final class IbvDevices {
     }
 
     /**
+     * {@return why there is no list and what to do}
+     *
      * @param errno what ibv_get_device_list left
-     * @return why there is no list and what to do
      */
     static String noList(int errno) {
         return switch (errno) {

@@ -18,8 +18,9 @@ final class IbvErrors {
     }
 
     /**
+     * {@return the verbs constant, EIO for one the verbs API does not name (the message keeps the real one)}
+     *
      * @param errno a Linux errno
-     * @return the verbs constant, EIO for one the verbs API does not name (the message keeps the real one)
      */
     static Errno errno(int errno) {
         Errno e = Errno.of(errno);
@@ -27,10 +28,11 @@ final class IbvErrors {
     }
 
     /**
+     * {@return the exception}
+     *
      * @param call    the failed verb, e.g. {@code ibv_create_qp}
      * @param errno   its errno
      * @param context what it was called on and with
-     * @return the exception
      */
     static VerbsException failed(String call, int errno, String context) {
         return new VerbsException(errno(errno), call + " failed: " + Errors.describe(errno)
@@ -68,8 +70,9 @@ final class IbvErrors {
     }
 
     /**
+     * {@return the errno it left}
+     *
      * @param st the call state of the failed call
-     * @return the errno it left
      */
     static int errnoOf(MemorySegment st) {
         return Ibv.errno(st);

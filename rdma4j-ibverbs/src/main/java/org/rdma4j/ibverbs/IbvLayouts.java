@@ -279,8 +279,9 @@ final class IbvLayouts {
     }
 
     /**
+     * {@return every named member, nested ones included, with C paths (anonymous unions looked through)}
+     *
      * @param layout a struct or union
-     * @return every named member, nested ones included, with C paths (anonymous unions looked through)
      */
     static List<Member> members(GroupLayout layout) {
         List<Member> out = new ArrayList<>();

@@ -62,7 +62,7 @@ final class IbvLibrary {
     private IbvLibrary() {
     }
 
-    /** @return the library, loading and checking it on first use */
+    /** {@return the library, loading and checking it on first use} */
     static Loaded get() {
         Loaded l = loaded;
         if (l == null) {
@@ -118,8 +118,9 @@ final class IbvLibrary {
     }
 
     /**
+     * {@return its address at the checked version}
+     *
      * @param name a required or optional function
-     * @return its address at the checked version
      */
     static Optional<MemorySegment> find(String name) {
         Loaded l = get();

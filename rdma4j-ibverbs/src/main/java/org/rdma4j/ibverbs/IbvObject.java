@@ -35,10 +35,10 @@ abstract class IbvObject {
         this.ptr = ptr;
     }
 
-    /** @return what the object is, for messages, e.g. "QP 0x11 on rxe0" */
+    /** {@return what the object is, for messages, e.g. "QP 0x11 on rxe0"} */
     abstract String describe();
 
-    /** @return true once closing has begun */
+    /** {@return true once closing has begun} */
     final boolean isClosed() {
         return uses.isClosed();
     }

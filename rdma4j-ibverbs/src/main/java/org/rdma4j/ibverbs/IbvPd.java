@@ -115,9 +115,10 @@ final class IbvPd extends IbvObject implements ProtectionDomain {
     }
 
     /**
+     * {@return true when [addr, addr+len) lies inside one live region of this PD whose memory is alive}
+     *
      * @param addr a virtual address
      * @param len  bytes from it
-     * @return true when [addr, addr+len) lies inside one live region of this PD whose memory is alive
      */
     boolean registered(long addr, long len) {
         Map.Entry<Long, IbvMr> e = regions.floorEntry(addr);

@@ -340,7 +340,7 @@ final class IbvQp extends IbvObject implements QueuePair {
         }
     }
 
-    /** @return how many of wrs[from, from+n) were posted; the first refused one has its postError set */
+    /** {@return how many of wrs[from, from+n) were posted; the first refused one has its postError set} */
     private int postSendChunk(SendWorkRequest[] wrs, int from, int n) {
         int built = 0;
         try {

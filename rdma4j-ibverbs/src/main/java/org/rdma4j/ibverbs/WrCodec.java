@@ -173,9 +173,10 @@ final class WrCodec {
     }
 
     /**
+     * {@return the verbs API's opcode; SEND for BIND_MW, LOCAL_INV and TSO, which this provider never posts (and
+     * for the undefined opcode of an error completion)}
+     *
      * @param v an ibv_wc_opcode
-     * @return the verbs API's opcode; SEND for BIND_MW, LOCAL_INV and TSO, which this provider never posts
-     *     (and for the undefined opcode of an error completion)
      */
     static WcOpcode opcode(int v) {
         return switch (v) {

@@ -267,7 +267,7 @@ final class ArpNeighbours {
         table.age(aging);
     }
 
-    /** @return the table, one line per entry, with the connection state in connected mode (takes the lock) */
+    /** {@return the table, one line per entry, with the connection state in connected mode (takes the lock)} */
     List<String> lines() {
         List<String> out = new ArrayList<>();
         res.lock.lock();

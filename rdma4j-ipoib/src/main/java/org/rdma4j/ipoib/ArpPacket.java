@@ -11,6 +11,10 @@ import java.nio.ByteOrder;
  * protocol address and target hardware and protocol address: 56 bytes. A flyweight over a segment.
  */
 public final class ArpPacket {
+    /** Creates an {@code ArpPacket}. */
+    public ArpPacket() {
+    }
+
     /** Length of an IPoIB ARP packet. */
     public static final int BYTES = 8 + 2 * (HardwareAddress.BYTES + 4);
     /** ARP hardware type of InfiniBand (RFC 4391 section 9; IANA ARP parameters). */
@@ -58,8 +62,9 @@ public final class ArpPacket {
     }
 
     /**
+     * {@return whether the packet is an IPoIB ARP packet we can use}
+     *
      * @param length bytes available from the offset
-     * @return whether the packet is an IPoIB ARP packet we can use
      */
     public Verdict validate(int length) {
         if (length < BYTES) {
@@ -102,27 +107,27 @@ public final class ArpPacket {
         return this;
     }
 
-    /** @return the operation */
+    /** {@return the operation} */
     public int operation() {
         return u16(6);
     }
 
-    /** @return the sender's hardware address */
+    /** {@return the sender's hardware address} */
     public HardwareAddress senderHardware() {
         return HardwareAddress.decode(seg, base + SHA);
     }
 
-    /** @return the sender's IPv4 address */
+    /** {@return the sender's IPv4 address} */
     public int senderIp() {
         return seg.get(INT_BE, base + SPA);
     }
 
-    /** @return the target's hardware address */
+    /** {@return the target's hardware address} */
     public HardwareAddress targetHardware() {
         return HardwareAddress.decode(seg, base + THA);
     }
 
-    /** @return the target's IPv4 address */
+    /** {@return the target's IPv4 address} */
     public int targetIp() {
         return seg.get(INT_BE, base + TPA);
     }

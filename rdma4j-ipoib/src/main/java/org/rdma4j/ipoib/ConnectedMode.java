@@ -177,7 +177,7 @@ final class ConnectedMode {
 
     // ------------------------------------------------------------------ big send buffers (transmit thread)
 
-    /** @return a free big send buffer, or -1 when every one waits for its completion (lock held) */
+    /** {@return a free big send buffer, or -1 when every one waits for its completion (lock held)} */
     int takeTxBuffer() {
         assert res.lock.isHeldByCurrentThread();
         return txFreeCount > 0 ? txFree[--txFreeCount] : -1;
@@ -189,22 +189,22 @@ final class ConnectedMode {
         txFree[txFreeCount++] = slot;
     }
 
-    /** @return whether a big send buffer is free (lock held) */
+    /** {@return whether a big send buffer is free (lock held)} */
     boolean txBufferFree() {
         return txFreeCount > 0;
     }
 
-    /** @return the memory of the big send buffers, which {@link #txOffset} indexes */
+    /** {@return the memory of the big send buffers, which {@link #txOffset} indexes} */
     MemorySegment txMemory() {
         return txRing;
     }
 
-    /** @return the offset of a big buffer's header in {@link #txMemory()} */
+    /** {@return the offset of a big buffer's header in {@link #txMemory()}} */
     long txOffset(int slot) {
         return (long) slot * slotBytes;
     }
 
-    /** @return where the TUN read puts the packet of a big buffer: MTU bytes after its header */
+    /** {@return where the TUN read puts the packet of a big buffer: MTU bytes after its header} */
     MemorySegment txPayload(int slot) {
         return txPayload[slot];
     }
@@ -221,7 +221,7 @@ final class ConnectedMode {
         return null;
     }
 
-    /** @return whether we hold a connection entry (in any state) for a neighbour (lock held) */
+    /** {@return whether we hold a connection entry (in any state) for a neighbour (lock held)} */
     boolean hasTx(int ip) {
         return findTx(ip) != null;
     }
@@ -457,7 +457,7 @@ final class ConnectedMode {
         }
     }
 
-    /** @return how a neighbour's packets travel, for the neighbour table's lines (lock held) */
+    /** {@return how a neighbour's packets travel, for the neighbour table's lines (lock held)} */
     String describe(int ip) {
         TxConn c = findTx(ip);
         return c == null ? " datagram" : switch (c.state) {
@@ -659,7 +659,7 @@ final class ConnectedMode {
 
     // ------------------------------------------------------------------ SRQ receives (receive thread, no lock)
 
-    /** @return whether a receive completion is one of the SRQ's buffers (a message on an RC connection) */
+    /** {@return whether a receive completion is one of the SRQ's buffers (a message on an RC connection)} */
     static boolean ownsRecv(long wrId) {
         return (wrId & RX_BIT) != 0;
     }

@@ -20,7 +20,7 @@ final class Counters {
         return values.get(c.ordinal());
     }
 
-    /** @return every counter, one "name value" per line, in declaration order */
+    /** {@return every counter, one "name value" per line, in declaration order} */
     String text() {
         StringBuilder sb = new StringBuilder();
         for (IpoibCounter c : IpoibCounter.values()) {

@@ -35,7 +35,9 @@ public record HardwareAddress(int flags, int qpn, Gid gid) {
     }
 
     /**
-     * @param seg    where to write
+     * Writes the 20-byte link address (flags and QPN, then the GID).
+     *
+     * @param seg where to write
      * @param offset offset of the 20 bytes
      */
     public void encode(MemorySegment seg, long offset) {
@@ -45,9 +47,10 @@ public record HardwareAddress(int flags, int qpn, Gid gid) {
     }
 
     /**
+     * {@return the address}
+     *
      * @param seg    where to read
      * @param offset offset of the 20 bytes
-     * @return the address
      */
     public static HardwareAddress decode(MemorySegment seg, long offset) {
         int w = seg.get(INT_BE, offset);
@@ -55,16 +58,17 @@ public record HardwareAddress(int flags, int qpn, Gid gid) {
     }
 
     /**
+     * {@return whether the bytes there equal this address (no allocation)}
+     *
      * @param seg    where to read
      * @param offset offset of the 20 bytes
-     * @return whether the bytes there equal this address (no allocation)
      */
     public boolean matches(MemorySegment seg, long offset) {
         return seg.get(INT_BE, offset) == ((flags << 24) | qpn) && seg.get(LONG_BE, offset + 4) == gid.hi()
                 && seg.get(LONG_BE, offset + 12) == gid.lo();
     }
 
-    /** @return as Linux prints an IPoIB address: 20 colon-separated hex octets */
+    /** {@return as Linux prints an IPoIB address: 20 colon-separated hex octets} */
     @Override
     public String toString() {
         StringBuilder sb = new StringBuilder(59);

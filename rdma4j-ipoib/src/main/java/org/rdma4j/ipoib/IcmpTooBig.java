@@ -35,7 +35,7 @@ final class IcmpTooBig {
         outIp.wrap(out, 0);
     }
 
-    /** @return the message {@link #build} wrote, from offset 0 */
+    /** {@return the message {@link #build} wrote, from offset 0} */
     MemorySegment message() {
         return out;
     }

@@ -85,9 +85,10 @@ public final class Ipoib {
     }
 
     /**
+     * {@return the payload's EtherType}
+     *
      * @param seg    buffer
      * @param offset where the header is
-     * @return the payload's EtherType
      */
     public static int readType(MemorySegment seg, long offset) {
         return seg.get(SHORT_BE, offset) & 0xFFFF;

@@ -54,23 +54,41 @@ public final class IpoibInterface implements AutoCloseable {
      */
     public record Config(String ifname, Inet4Address address, int prefixLen, int mtu, int pkey, int qkey, Gid broadcast,
                          NanoClock clock, long reachableNs, Mode mode) {
-        /** As the canonical constructor, in datagram mode. */
+        /**
+         * As the canonical constructor, in datagram mode.
+         *
+         * @param ifname TUN interface name
+         * @param address the interface's IPv4 address
+         * @param prefixLen its prefix length
+         * @param mtu the interface MTU, or 0 for the mode's default: min(2044, port MTU - 4) in datagram mode,
+         *     65520 in connected mode (Linux IPOIB_CM_MTU)
+         * @param pkey partition key (0xFFFF: default partition)
+         * @param qkey the broadcast group's Q_Key
+         * @param broadcast the broadcast group, or null to derive it from the P_Key and the port's GID type
+         * @param clock time for neighbour aging
+         * @param reachableNs how long a learned neighbour stays usable without a new ARP packet
+         */
         public Config(String ifname, Inet4Address address, int prefixLen, int mtu, int pkey, int qkey, Gid broadcast,
                       NanoClock clock, long reachableNs) {
             this(ifname, address, prefixLen, mtu, pkey, qkey, broadcast, clock, reachableNs, Mode.DATAGRAM);
         }
 
-        /** @param m the mode @return this configuration in that mode */
+        /**
+         * {@return this configuration in that mode}
+         *
+         * @param m the mode
+         */
         public Config withMode(Mode m) {
             return new Config(ifname, address, prefixLen, mtu, pkey, qkey, broadcast, clock, reachableNs, m);
         }
 
         /**
+         * {@return defaults for the rest: derived MTU, P_Key 0xFFFF, Q_Key 0x0B1B, derived group, system clock,
+         * neighbours reachable for 60 s}
+         *
          * @param ifname    TUN interface name
          * @param address   IPv4 address
          * @param prefixLen prefix length
-         * @return defaults for the rest: derived MTU, P_Key 0xFFFF, Q_Key 0x0B1B, derived group, system clock,
-         *     neighbours reachable for 60 s
          */
         public static Config of(String ifname, Inet4Address address, int prefixLen) {
             return new Config(ifname, address, prefixLen, 0, Ipoib.DEFAULT_PKEY, Ipoib.DEFAULT_QKEY, null,
@@ -214,40 +232,41 @@ public final class IpoibInterface implements AutoCloseable {
         }
     }
 
-    /** @return the TUN interface name */
+    /** {@return the TUN interface name} */
     public String name() {
         return tun.name();
     }
 
-    /** @return the interface's MTU */
+    /** {@return the interface's MTU} */
     public int mtu() {
         return res.mtu;
     }
 
-    /** @return this interface's 20-byte hardware address (QPN and GID) */
+    /** {@return this interface's 20-byte hardware address (QPN and GID)} */
     public HardwareAddress hardwareAddress() {
         return res.self;
     }
 
-    /** @return the broadcast group the interface joined */
+    /** {@return the broadcast group the interface joined} */
     public Gid broadcastGid() {
         return res.broadcast;
     }
 
     /**
+     * {@return its value}
+     *
      * @param c a counter
-     * @return its value
      */
     public long counter(IpoibCounter c) {
         return res.counters.get(c);
     }
 
-    /** @return every counter, one "name value" per line */
+    /** {@return every counter, one "name value" per line} */
     public String countersText() {
         return res.counters.text();
     }
 
-    /** @return the neighbour table, one line per entry */
+    /** {@return the neighbour table, one line per entry} */
     public List<String> neighbourLines() {
         return neighbours.lines();
     }

@@ -182,9 +182,9 @@ public final class IpoibMain {
         }, "ipoib-stop"));
         int rc;
         try {
-            rc = run(args, System.out, System.err, stop::get);
+            rc = run(args, System.out, System.err, stop::get); // console: the ipoib command's output
         } finally {
-            System.out.flush();
+            System.out.flush(); // console: the ipoib command's output
             done.countDown();
         }
         if (!stop.get()) {

@@ -122,7 +122,7 @@ final class IpoibResources {
         }
     }
 
-    /** @return the address vector of a unicast or multicast destination on port 1 (GRH always: RoCE) */
+    /** {@return the address vector of a unicast or multicast destination on port 1 (GRH always: RoCE)} */
     AhAttributes av(Gid dgid) {
         return new AhAttributes().dgid(dgid).sgidIndex(0).portNum(1).hopLimit(64).global(true);
     }

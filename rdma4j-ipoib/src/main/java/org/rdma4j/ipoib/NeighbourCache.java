@@ -56,38 +56,42 @@ public final class NeighbourCache<A> {
             this.pending = new int[maxPending];
         }
 
-        /** @return the IPv4 address */
+        /** {@return the IPv4 address} */
         public int ip() {
             return ip;
         }
 
-        /** @return the state */
+        /** {@return the state} */
         public State state() {
             return state;
         }
 
-        /** @return the hardware address, or null while incomplete */
+        /** {@return the hardware address, or null while incomplete} */
         public HardwareAddress hardware() {
             return hw;
         }
 
-        /** @return the address handle, or null while incomplete */
+        /** {@return the address handle, or null while incomplete} */
         public A ah() {
             return ah;
         }
 
-        /** @return how many packets wait for resolution */
+        /** {@return how many packets wait for resolution} */
         public int pendingCount() {
             return pendingCount;
         }
 
-        /** @return how many ARP requests were sent for this resolution */
+        /** {@return how many ARP requests were sent for this resolution} */
         public int requests() {
             return requests;
         }
     }
 
-    /** What aging found; called from {@link #age}. */
+    /**
+     * What aging found; called from {@link #age}.
+     *
+     * @param <A> the hardware address type
+     */
     public interface Listener<A> {
         /**
          * An incomplete entry needs another ARP request (to the broadcast group).
@@ -125,12 +129,14 @@ public final class NeighbourCache<A> {
     private int size;
 
     /**
-     * @param clock       time source
+     * Creates an empty cache.
+     *
+     * @param clock time source
      * @param reachableNs how long a confirmed entry stays usable
-     * @param retransNs   interval between ARP requests of one resolution
+     * @param retransNs interval between ARP requests of one resolution
      * @param maxRequests requests before a resolution fails
-     * @param maxPending  packets queued per unresolved neighbour (more are dropped)
-     * @param capacity    most neighbours held
+     * @param maxPending packets queued per unresolved neighbour (more are dropped)
+     * @param capacity most neighbours held
      */
     @SuppressWarnings("unchecked")
     public NeighbourCache(NanoClock clock, long reachableNs, long retransNs, int maxRequests, int maxPending, int capacity) {
@@ -149,14 +155,15 @@ public final class NeighbourCache<A> {
         this.mask = slots - 1;
     }
 
-    /** @return the number of entries */
+    /** {@return the number of entries} */
     public int size() {
         return size;
     }
 
     /**
+     * {@return its entry, or null}
+     *
      * @param ip an IPv4 address (not 0)
-     * @return its entry, or null
      */
     public Entry<A> get(int ip) {
         for (int i = slot(ip); values[i] != null; i = (i + 1) & mask) {

@@ -11,7 +11,7 @@ import java.lang.foreign.MemorySegment;
  * {@link #writeControl} may write from another.
  */
 public interface PacketPort extends AutoCloseable {
-    /** @return the interface name */
+    /** {@return the interface name} */
     String name();
 
     /**

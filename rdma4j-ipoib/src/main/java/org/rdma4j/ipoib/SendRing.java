@@ -53,32 +53,32 @@ final class SendRing {
         this.signalEvery = signalEvery;
     }
 
-    /** @return the ring's memory, which {@link #offset()} indexes */
+    /** {@return the ring's memory, which {@link #offset()} indexes} */
     MemorySegment memory() {
         return memory;
     }
 
-    /** @return whether every slot waits for its completion */
+    /** {@return whether every slot waits for its completion} */
     boolean full() {
         return posted - done >= slots.length;
     }
 
-    /** @return the byte offset in {@link #memory()} of the next slot to fill (its header) */
+    /** {@return the byte offset in {@link #memory()} of the next slot to fill (its header)} */
     long offset() {
         return (posted % slots.length) * stride;
     }
 
-    /** @return the IP payload (after the header) of the next slot to fill, UD MTU bytes */
+    /** {@return the IP payload (after the header) of the next slot to fill, UD MTU bytes} */
     MemorySegment nextPayload() {
         return payload[(int) (posted % slots.length)];
     }
 
-    /** @return how many sends were posted so far (the next one's sequence number) */
+    /** {@return how many sends were posted so far (the next one's sequence number)} */
     long posted() {
         return posted;
     }
 
-    /** @return how many of them are known complete */
+    /** {@return how many of them are known complete} */
     long done() {
         return done;
     }
@@ -116,7 +116,7 @@ final class SendRing {
         return true;
     }
 
-    /** @return whether a completion's work request ID is one of this ring's sends */
+    /** {@return whether a completion's work request ID is one of this ring's sends} */
     boolean owns(long wrId) {
         return (wrId & UdSender.TAG_MASK) == tag;
     }

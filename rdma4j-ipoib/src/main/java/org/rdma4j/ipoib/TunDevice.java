@@ -90,7 +90,7 @@ public final class TunDevice implements PacketPort {
         }
     }
 
-    /** @return the interface name the kernel gave */
+    /** {@return the interface name the kernel gave} */
     @Override
     public String name() {
         return name;

@@ -51,7 +51,7 @@ final class UdSender {
         this.control = new SendRing(res, CONTROL_SLOTS, CONTROL_TAG, 1);
     }
 
-    /** @return the data ring; only the transmit thread fills it (it reads TUN packets into its next slot) */
+    /** {@return the data ring; only the transmit thread fills it (it reads TUN packets into its next slot)} */
     SendRing data() {
         return data;
     }
@@ -87,7 +87,7 @@ final class UdSender {
         return control.offset();
     }
 
-    /** @return the control ring's memory, which {@link #controlSlot()} indexes */
+    /** {@return the control ring's memory, which {@link #controlSlot()} indexes} */
     MemorySegment controlMemory() {
         return control.memory();
     }

@@ -76,26 +76,29 @@ public final class Errors {
     }
 
     /**
+     * {@return its symbolic name, e.g. {@code EADDRINUSE}, or {@code errno N} for an unknown value}
+     *
      * @param errno an errno value
-     * @return its symbolic name, e.g. {@code EADDRINUSE}, or {@code errno N} for an unknown value
      */
     public static String name(int errno) {
         return errno > 0 && errno < NAMES.length && NAMES[errno] != null ? NAMES[errno] : "errno " + errno;
     }
 
     /**
+     * {@return "NAME (text)", e.g. "EADDRINUSE (Address already in use)"}
+     *
      * @param errno an errno value
-     * @return "NAME (text)", e.g. "EADDRINUSE (Address already in use)"
      */
     public static String describe(int errno) {
         return name(errno) + " (" + Libc.strerror(errno) + ")";
     }
 
     /**
+     * {@return "call failed: NAME (text): context" as a {@link NativeIOException}}
+     *
      * @param call    the failed call, e.g. {@code bind}
      * @param errno   its errno
      * @param context what it was called on, or ""
-     * @return "call failed: NAME (text): context" as a {@link NativeIOException}
      */
     public static NativeIOException newIOException(String call, int errno, String context) {
         return new NativeIOException(call + " failed: " + describe(errno)

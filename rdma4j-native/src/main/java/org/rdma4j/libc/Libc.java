@@ -225,16 +225,18 @@ public final class Libc {
     }
 
     /**
+     * {@return a segment to pass as the captured call state of the calls here}
+     *
      * @param arena owns the segment
-     * @return a segment to pass as the captured call state of the calls here
      */
     public static MemorySegment newCallState(Arena arena) {
         return arena.allocate(CALL_STATE);
     }
 
     /**
+     * {@return the errno that call left}
+     *
      * @param state a call state passed to the last failed call
-     * @return the errno that call left
      */
     public static int errno(MemorySegment state) {
         return (int) ERRNO_HANDLE.get(state, 0L);
@@ -253,11 +255,12 @@ public final class Libc {
     }
 
     /**
+     * {@return the descriptor, or -1 with errno}
+     *
      * @param st call state
      * @param domain AF_INET or AF_INET6
      * @param type SOCK_DGRAM or SOCK_RAW, with SOCK_CLOEXEC
      * @param protocol protocol number
-     * @return the descriptor, or -1 with errno
      */
     public static int socket(MemorySegment st, int domain, int type, int protocol) {
         try {
@@ -268,11 +271,12 @@ public final class Libc {
     }
 
     /**
+     * {@return 0, or -1 with errno}
+     *
      * @param st call state
      * @param fd socket
      * @param addr sockaddr
      * @param len its length
-     * @return 0, or -1 with errno
      */
     public static int bind(MemorySegment st, int fd, MemorySegment addr, int len) {
         try {
@@ -283,13 +287,14 @@ public final class Libc {
     }
 
     /**
+     * {@return 0, or -1 with errno}
+     *
      * @param st call state
      * @param fd socket
      * @param level option level
      * @param name option name
      * @param val option value
      * @param len its length
-     * @return 0, or -1 with errno
      */
     public static int setsockopt(MemorySegment st, int fd, int level, int name, MemorySegment val, int len) {
         try {
@@ -300,13 +305,14 @@ public final class Libc {
     }
 
     /**
+     * {@return 0, or -1 with errno}
+     *
      * @param st call state
      * @param fd socket
      * @param level option level
      * @param name option name
      * @param val receives the value
      * @param lenp in: room in {@code val}; out: the value's length (an int)
-     * @return 0, or -1 with errno
      */
     public static int getsockopt(MemorySegment st, int fd, int level, int name, MemorySegment val, MemorySegment lenp) {
         try {
@@ -317,11 +323,12 @@ public final class Libc {
     }
 
     /**
+     * {@return 0, or -1 with errno}
+     *
      * @param st call state
      * @param fd socket
      * @param addr receives the bound address
      * @param lenp in: room; out: the address length (an int)
-     * @return 0, or -1 with errno
      */
     public static int getsockname(MemorySegment st, int fd, MemorySegment addr, MemorySegment lenp) {
         try {
@@ -332,6 +339,8 @@ public final class Libc {
     }
 
     /**
+     * {@return bytes sent, or -1 with errno}
+     *
      * @param st call state
      * @param fd socket
      * @param buf data
@@ -339,7 +348,6 @@ public final class Libc {
      * @param flags MSG_ flags
      * @param addr destination sockaddr
      * @param alen its length
-     * @return bytes sent, or -1 with errno
      */
     public static long sendto(MemorySegment st, int fd, MemorySegment buf, long len, int flags, MemorySegment addr,
             int alen) {
@@ -351,6 +359,8 @@ public final class Libc {
     }
 
     /**
+     * {@return the length, or -1 with errno}
+     *
      * @param st call state
      * @param fd socket
      * @param buf receives the data
@@ -358,7 +368,6 @@ public final class Libc {
      * @param flags MSG_ flags
      * @param addr receives the source address, or NULL
      * @param alenp in: room; out: the address length (an int), or NULL
-     * @return the length, or -1 with errno
      */
     public static long recvfrom(MemorySegment st, int fd, MemorySegment buf, long len, int flags, MemorySegment addr,
             MemorySegment alenp) {
@@ -370,11 +379,12 @@ public final class Libc {
     }
 
     /**
+     * {@return bytes sent, or -1 with errno}
+     *
      * @param st call state
      * @param fd socket
      * @param msg struct msghdr
      * @param flags MSG_ flags
-     * @return bytes sent, or -1 with errno
      */
     public static long sendmsg(MemorySegment st, int fd, MemorySegment msg, int flags) {
         try {
@@ -385,12 +395,13 @@ public final class Libc {
     }
 
     /**
+     * {@return messages sent, or -1 with errno}
+     *
      * @param st call state
      * @param fd socket
      * @param vec struct mmsghdr array
      * @param vlen entries
      * @param flags MSG_ flags
-     * @return messages sent, or -1 with errno
      */
     public static int sendmmsg(MemorySegment st, int fd, MemorySegment vec, int vlen, int flags) {
         try {
@@ -401,13 +412,14 @@ public final class Libc {
     }
 
     /**
+     * {@return messages received, or -1 with errno}
+     *
      * @param st call state
      * @param fd socket
      * @param vec struct mmsghdr array
      * @param vlen entries
      * @param flags MSG_ flags
      * @param timeout struct timespec, or NULL
-     * @return messages received, or -1 with errno
      */
     public static int recvmmsg(MemorySegment st, int fd, MemorySegment vec, int vlen, int flags,
             MemorySegment timeout) {
@@ -419,11 +431,12 @@ public final class Libc {
     }
 
     /**
+     * {@return ready descriptors, 0 on timeout, or -1 with errno}
+     *
      * @param st call state
      * @param fds struct pollfd array
      * @param nfds entries
      * @param timeoutMs -1 forever, 0 no wait
-     * @return ready descriptors, 0 on timeout, or -1 with errno
      */
     public static int poll(MemorySegment st, MemorySegment fds, long nfds, int timeoutMs) {
         try {
@@ -454,9 +467,10 @@ public final class Libc {
     }
 
     /**
+     * {@return 0, or -1 with errno}
+     *
      * @param st call state
      * @param fd descriptor
-     * @return 0, or -1 with errno
      */
     public static int close(MemorySegment st, int fd) {
         try {
@@ -467,10 +481,11 @@ public final class Libc {
     }
 
     /**
+     * {@return 0, or -1 with errno}
+     *
      * @param st call state
      * @param fd socket
      * @param how SHUT_RDWR
-     * @return 0, or -1 with errno
      */
     public static int shutdown(MemorySegment st, int fd, int how) {
         try {
@@ -481,11 +496,12 @@ public final class Libc {
     }
 
     /**
+     * {@return the flags (F_GETFL), 0 (F_SETFL), or -1 with errno}
+     *
      * @param st call state
      * @param fd descriptor
      * @param cmd F_GETFL or F_SETFL
      * @param arg the flags for F_SETFL, else 0
-     * @return the flags (F_GETFL), 0 (F_SETFL), or -1 with errno
      */
     public static int fcntl(MemorySegment st, int fd, int cmd, int arg) {
         try {
@@ -513,10 +529,11 @@ public final class Libc {
     }
 
     /**
+     * {@return the descriptor, or -1 with errno}
+     *
      * @param st call state
      * @param path a NUL-terminated path
      * @param flags O_ flags
-     * @return the descriptor, or -1 with errno
      */
     public static int open(MemorySegment st, MemorySegment path, int flags) {
         try {
@@ -527,11 +544,12 @@ public final class Libc {
     }
 
     /**
+     * {@return the ioctl's result, or -1 with errno}
+     *
      * @param st call state
      * @param fd descriptor
      * @param request the ioctl number
      * @param arg its argument
-     * @return the ioctl's result, or -1 with errno
      */
     public static int ioctl(MemorySegment st, int fd, long request, MemorySegment arg) {
         try {
@@ -542,11 +560,12 @@ public final class Libc {
     }
 
     /**
+     * {@return bytes read, or -1 with errno}
+     *
      * @param st call state
      * @param fd descriptor
      * @param buf receives the data
      * @param len room
-     * @return bytes read, or -1 with errno
      */
     public static long read(MemorySegment st, int fd, MemorySegment buf, long len) {
         try {
@@ -557,11 +576,12 @@ public final class Libc {
     }
 
     /**
+     * {@return bytes written, or -1 with errno}
+     *
      * @param st call state
      * @param fd descriptor
      * @param buf data
      * @param len bytes
-     * @return bytes written, or -1 with errno
      */
     public static long write(MemorySegment st, int fd, MemorySegment buf, long len) {
         try {
@@ -572,6 +592,8 @@ public final class Libc {
     }
 
     /**
+     * {@return the mapping's address, or {@link #MAP_FAILED} with errno}
+     *
      * @param st call state
      * @param addr the address hint (or the exact address with MAP_FIXED_NOREPLACE), 0 for any
      * @param length bytes
@@ -579,7 +601,6 @@ public final class Libc {
      * @param flags MAP_ bits
      * @param fd file descriptor, -1 for anonymous memory
      * @param offset offset in the file
-     * @return the mapping's address, or {@link #MAP_FAILED} with errno
      */
     public static long mmap(MemorySegment st, long addr, long length, int prot, int flags, int fd, long offset) {
         try {
@@ -590,10 +611,11 @@ public final class Libc {
     }
 
     /**
+     * {@return 0, or -1 with errno}
+     *
      * @param st call state
      * @param addr a mapping's address
      * @param length its length
-     * @return 0, or -1 with errno
      */
     public static int munmap(MemorySegment st, long addr, long length) {
         try {
@@ -707,7 +729,7 @@ public final class Libc {
         }
     }
 
-    /** @return the dynamic loader's message for its last failure on this thread, or null */
+    /** {@return the dynamic loader's message for its last failure on this thread, or null} */
     public static String dlerror() {
         try {
             MemorySegment p = (MemorySegment) DLERROR.invokeExact();
@@ -718,8 +740,9 @@ public final class Libc {
     }
 
     /**
+     * {@return libc's text for it (strerror), or "?" when unavailable}
+     *
      * @param errno an errno value
-     * @return libc's text for it (strerror), or "?" when unavailable
      */
     public static String strerror(int errno) {
         try {

@@ -32,6 +32,8 @@ public final class NativeFd {
     private final UseCount users = new UseCount();
 
     /**
+     * Takes ownership of a descriptor.
+     *
      * @param fd an open descriptor this object now owns
      */
     public NativeFd(int fd) {
@@ -42,7 +44,8 @@ public final class NativeFd {
     }
 
     /**
-     * @return the descriptor number; use it only between {@link #enter()} and {@link #exit()}
+     * {@return the descriptor number; use it only between {@link #enter()} and {@link #exit()}}
+     *
      */
     public int fd() {
         return fd;
@@ -73,7 +76,7 @@ public final class NativeFd {
         users.exit();
     }
 
-    /** @return true once {@link #close} has started (calls in progress may still be returning) */
+    /** {@return true once {@link #close} has started (calls in progress may still be returning)} */
     public boolean isClosed() {
         return users.isClosed();
     }

@@ -11,6 +11,8 @@ public final class NativeIOException extends IOException {
     private final int errno;
 
     /**
+     * Creates the exception.
+     *
      * @param message what failed, with the errno name and text
      * @param errno the errno value
      */
@@ -19,7 +21,7 @@ public final class NativeIOException extends IOException {
         this.errno = errno;
     }
 
-    /** @return the errno value the call reported (Linux numbering) */
+    /** {@return the errno value the call reported (Linux numbering)} */
     public int errno() {
         return errno;
     }

@@ -41,7 +41,7 @@ public final class UseCount {
         users.getAndDecrement();
     }
 
-    /** @return true once {@link #beginClose()} has succeeded (calls in progress may still be returning) */
+    /** {@return true once {@link #beginClose()} has succeeded (calls in progress may still be returning)} */
     public boolean isClosed() {
         return users.get() < 0;
     }
@@ -88,7 +88,7 @@ public final class UseCount {
         return true;
     }
 
-    /** @return calls in progress (0 after close once they have returned) */
+    /** {@return calls in progress (0 after close once they have returned)} */
     public int inProgress() {
         int u = users.get();
         return u < 0 ? u - CLOSED : u;

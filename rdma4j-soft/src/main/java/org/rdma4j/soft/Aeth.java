@@ -20,14 +20,15 @@ final class Aeth {
     private Aeth() {
     }
 
-    /** @return the RNR delay for a 5-bit timer code, in nanoseconds (IBA table 45) */
+    /** {@return the RNR delay for a 5-bit timer code, in nanoseconds (IBA table 45)} */
     static long rnrDelayNs(int code) {
         return org.rdma4j.wire.Aeth.rnrTimerNs(code);
     }
 
     /**
+     * {@return 4.096 µs · 2^timeout in nanoseconds (IBA 9.7.6.1.3), or 0 for "infinite" (timeout 0)}
+     *
      * @param timeout the QP's local ACK timeout exponent
-     * @return 4.096 µs · 2^timeout in nanoseconds (IBA 9.7.6.1.3), or 0 for "infinite" (timeout 0)
      */
     static long retransmitTimeoutNs(int timeout) {
         if (timeout == 0) {

@@ -14,8 +14,9 @@ final class Bytes {
     }
 
     /**
+     * {@return the smallest power of two not below n (ring sizes; rxe rounds its depths the same way)}
+     *
      * @param n a count, at least 1
-     * @return the smallest power of two not below n (ring sizes; rxe rounds its depths the same way)
      */
     static int ceilPow2(int n) {
         return n <= 1 ? 1 : Integer.highestOneBit(n - 1) << 1;

@@ -113,7 +113,7 @@ final class Completer {
         return (w.state == SendWqe.RETRY || w.state == SendWqe.REWOUND) && !w.opcode.isReadOrAtomic() ? w : null;
     }
 
-    /** @return the oldest WQE the requester has started and not completed, or null */
+    /** {@return the oldest WQE the requester has started and not completed, or null} */
     SendWqe outstanding() {
         if (qp.compIdx == qp.sqHead) {
             return null;
@@ -314,6 +314,7 @@ final class Completer {
                         rnrRetry--;
                     }
                     psn = p.psn;
+                    SoftEvents.rnrNak(qp, p.psn, Aeth.rnrDelayNs(syn), rnrRetry);
                     resendFromNak = false; // a responder that is not ready holds nothing
                     goBackN();
                     qp.armRnr(Aeth.rnrDelayNs(syn));
@@ -426,6 +427,7 @@ final class Completer {
             }
             qp.device.count(SoftCounter.COMPLETER_RETRY_ERR);
             qp.device.count(cause == Cause.TIMEOUT ? SoftCounter.RETRY_TIMEOUTS : SoftCounter.RETRY_NAKS);
+            SoftEvents.retransmit(qp, psn, cause.name(), retryCnt);
             recovery = Recovery.RESENDING;
             resendFrom = psn;
             resendFromNak = (cause == Cause.SEQ_NAK || cause == Cause.REPEATED_NAK) && psn == nakPsn;

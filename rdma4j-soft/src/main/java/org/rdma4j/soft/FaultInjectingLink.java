@@ -64,12 +64,12 @@ final class FaultInjectingLink implements Link {
             }
         }
 
-        /** @return every fault with probability {@code p} */
+        /** {@return every fault with probability {@code p}} */
         static Faults all(double p, long maxDelayNs) {
             return new Faults(p, p, p, p, p, maxDelayNs);
         }
 
-        /** @return only drops, with probability {@code p} */
+        /** {@return only drops, with probability {@code p}} */
         static Faults dropping(double p) {
             return new Faults(p, 0, 0, 0, 0, 1);
         }
@@ -140,7 +140,7 @@ final class FaultInjectingLink implements Link {
         }
     }
 
-    /** @return the seed, to print on failure */
+    /** {@return the seed, to print on failure} */
     long seed() {
         return seed;
     }
@@ -176,12 +176,12 @@ final class FaultInjectingLink implements Link {
         tap = t;
     }
 
-    /** @return how often the link did that */
+    /** {@return how often the link did that} */
     long count(Fault f) {
         return counts[f.ordinal()];
     }
 
-    /** @return packets held for reordering or delay, or in flight */
+    /** {@return packets held for reordering or delay, or in flight} */
     int heldCount() {
         return held.size() + inFlight.size();
     }

@@ -79,12 +79,12 @@ final class Opcodes {
         MASK[opcode] = RoceOpcode.mask(opcode);
     }
 
-    /** @return the mask bits of a BTH opcode the engine executes, 0 for any other */
+    /** {@return the mask bits of a BTH opcode the engine executes, 0 for any other} */
     static int mask(int opcode) {
         return MASK[opcode & 0xFF];
     }
 
-    /** @return the opcode's name for traces */
+    /** {@return the opcode's name for traces} */
     static String name(int opcode) {
         return RoceOpcode.name(opcode);
     }

@@ -70,9 +70,10 @@ final class Packet {
     }
 
     /**
-     * @return a packet with the same header fields and a private copy of the payload, valid after the
-     *         sender's call has returned (what a wire would carry). Allocates: for links that hold
-     *         packets (fault injection), not for the fast path.
+     * {@return a packet with the same header fields and a private copy of the payload, valid after the sender's
+     * call has returned (what a wire would carry). Allocates: for links that hold packets (fault injection), not
+     * for the fast path.}
+     *
      */
     Packet deepCopy() {
         Packet c = new Packet();

@@ -128,7 +128,8 @@ final class QpTransitions {
     }
 
     /**
-     * @return null if the transition with this mask is allowed, else a message saying why not
+     * {@return null if the transition with this mask is allowed, else a message saying why not}
+     *
      */
     static String check(QpType type, QpState cur, QpState next, int mask) {
         int f = cur.ordinal();

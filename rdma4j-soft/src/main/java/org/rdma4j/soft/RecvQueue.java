@@ -99,7 +99,7 @@ final class RecvQueue {
         return (int) (idx.producer() - idx.consumer());
     }
 
-    /** @return the slot of the oldest WQE; the queue must not be empty */
+    /** {@return the slot of the oldest WQE; the queue must not be empty} */
     int headSlot() {
         return (int) idx.consumer() & mask;
     }

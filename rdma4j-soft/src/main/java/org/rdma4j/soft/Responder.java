@@ -147,7 +147,7 @@ final class Responder {
         }
     }
 
-    /** @return the QP this responder serves */
+    /** {@return the QP this responder serves} */
     SoftQp qp() {
         return qp;
     }
@@ -735,7 +735,7 @@ final class Responder {
         return Err.NONE;
     }
 
-    /** @return false if the completion was lost to a full CQ (the QP is then in ERR) */
+    /** {@return false if the completion was lost to a full CQ (the QP is then in ERR)} */
     private boolean completeRecv(Packet p) {
         boolean writeImm = p.is(Opcodes.M_WRITE);
         int flags = WcFlags.GRH; // rxe sets IB_WC_GRH on every user receive completion

@@ -38,8 +38,9 @@ public record RoceConfig(List<InetAddress> addresses, int udpPort, Mtu activeMtu
     }
 
     /**
+     * {@return a configuration on port 4791 with the MTU derived from the interfaces}
+     *
      * @param addresses local addresses
-     * @return a configuration on port 4791 with the MTU derived from the interfaces
      */
     public static RoceConfig of(InetAddress... addresses) {
         return new RoceConfig(List.of(addresses), Roce.UDP_PORT, null);
@@ -61,14 +62,15 @@ public record RoceConfig(List<InetAddress> addresses, int udpPort, Mtu activeMtu
     }
 
     /**
+     * {@return a configuration with the MTU derived from the interfaces}
+     *
      * @param a addresses and port, as the links file gives them
-     * @return a configuration with the MTU derived from the interfaces
      */
     public static RoceConfig of(RoceLinks.Addresses a) {
         return new RoceConfig(a.ips(), a.udpPort(), null);
     }
 
-    /** @return the active MTU: as configured, or derived from the smallest MTU of the bound interfaces */
+    /** {@return the active MTU: as configured, or derived from the smallest MTU of the bound interfaces} */
     Mtu resolveMtu() {
         if (activeMtu != null) {
             return activeMtu;

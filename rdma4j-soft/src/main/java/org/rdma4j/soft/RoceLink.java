@@ -63,7 +63,6 @@ final class RoceLink implements Link {
     /** After polling stopped, the agent waits at most 1 ms at a time for this long (deferred ACKs). */
     private static final long RECENT_POLLER_NS = 50_000_000;
 
-    /** {@code -Drdma4j.roce.gso=false}: one datagram per packet (sendmmsg batches only), for comparisons. */
     /**
      * How long the receive agent keeps polling its socket after the last bulk receive before it blocks again
      * ({@code -Drdma4j.roce.rxSpinUs}, microseconds). Off (0) by default: A/B runs on the shared two-core
@@ -76,6 +75,7 @@ final class RoceLink implements Link {
     private static final int BULK_DATAGRAMS = 4;
     /** Bound on one spin's iterations, whatever the clock says. */
     private static final long MAX_RX_SPINS = 100_000_000L;
+    /** {@code -Drdma4j.roce.gso=false}: one datagram per packet (sendmmsg batches only), for comparisons. */
     private static final boolean GSO = !"false".equals(System.getProperty("rdma4j.roce.gso"));
     /** {@code -Drdma4j.roce.gro=false}: the receive sockets do not ask for coalesced datagrams. */
     private static final boolean GRO = !"false".equals(System.getProperty("rdma4j.roce.gro"));
@@ -442,7 +442,7 @@ final class RoceLink implements Link {
         }
     }
 
-    /** @return whether the thread that polled the device last has blocked on a completion channel since */
+    /** {@return whether the thread that polled the device last has blocked on a completion channel since} */
     boolean pollerBlocked() {
         for (int i = 0; i < endpoints.size(); i++) {
             if (!endpoints.get(i).pollerBlocked) {
@@ -544,7 +544,7 @@ final class RoceLink implements Link {
         }
     }
 
-    /** @return the GIDs of the bound addresses, in configuration order */
+    /** {@return the GIDs of the bound addresses, in configuration order} */
     List<Gid> gids() {
         List<Gid> l = new ArrayList<>();
         for (Endpoint e : endpoints) {

@@ -182,7 +182,7 @@ final class Sgl {
         EngineErrors.unreachableMemory(port, what);
     }
 
-    /** @return a CRC-32C of bytes [pos, pos+count) (the DMA checker's send-buffer check) */
+    /** {@return a CRC-32C of bytes [pos, pos+count) (the DMA checker's send-buffer check)} */
     long checksum(long pos, long count) {
         CRC32C crc = new CRC32C();
         for (int i = 0; i < n && count > 0; i++) {

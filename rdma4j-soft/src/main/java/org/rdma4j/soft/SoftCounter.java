@@ -84,9 +84,35 @@ public enum SoftCounter {
      */
     ENGINE_ERRORS;
 
+    /** {@return whether the counter counts dropped packets (each count is a JFR event and a log line)} */
+    public boolean isDrop() {
+        return DROP[ordinal()];
+    }
+
+    /** Every DROP_* counter, and the ICRC errors (a dropped packet too), by ordinal. */
+    private static final boolean[] DROP = new boolean[values().length];
+
+    static {
+        for (SoftCounter c : values()) {
+            DROP[c.ordinal()] = c.name().startsWith("DROP_") || c == ICRC_ERROR;
+        }
+    }
+
     /**
-     * @return the name {@code Context.queryPortCounters} gives it: rxe's hw counter name where rxe
-     *         counts the same thing (rxe_hw_counters.c), else the lower-case constant name
+     * {@return whether such a drop points at a broken or hostile peer rather than at normal operation, so
+     *     it is worth a (rate-limited) warning}
+     */
+    public boolean suspicious() {
+        return switch (this) {
+            case ICRC_ERROR, DROP_MALFORMED, DROP_BAD_ADDRESS, DROP_QKEY_VIOLATION -> true;
+            default -> false;
+        };
+    }
+
+    /**
+     * {@return the name {@code Context.queryPortCounters} gives it: rxe's hw counter name where rxe counts the
+     * same thing (rxe_hw_counters.c), else the lower-case constant name}
+     *
      */
     public String rxeName() {
         return switch (this) {

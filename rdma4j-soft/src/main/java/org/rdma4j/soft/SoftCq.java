@@ -144,7 +144,7 @@ final class SoftCq extends SoftResource implements CompletionQueue {
         }
     }
 
-    /** @return the number of completions queued */
+    /** {@return the number of completions queued} */
     int count() {
         return (int) (idx.producer() - idx.consumer());
     }

@@ -2,9 +2,11 @@
 package org.rdma4j.soft;
 
 import java.util.Arrays;
+import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.CopyOnWriteArrayList;
 
+import org.rdma4j.common.CounterFile;
 import org.rdma4j.dma.DmaConfig;
 import org.rdma4j.dma.DmaSpace;
 import org.rdma4j.verbs.AsyncEvent;
@@ -64,8 +66,11 @@ public final class SoftDevice implements Device, GsiAccess {
     private volatile RoceLink roce;
     /** A RoCE configuration the device binds when its first QP is created ({@link #bindOnFirstQp}), or null. */
     private volatile RoceConfig unbound;
-    // Written only under the engine lock; read by anyone (a statistic may lag by a few increments).
-    private final long[] counters = new long[SoftCounter.values().length];
+    /**
+     * Written only under the engine lock; read by anyone (a statistic may lag by a few increments). Mapped
+     * from a file other processes read ('rdma4j statistic show', {@link CounterFile}).
+     */
+    private final CounterFile counters;
     private final CopyOnWriteArrayList<SoftContext> contexts = new CopyOnWriteArrayList<>();
 
     // Key and QPN tables: guarded by the engine lock for writes; readers are engine code.
@@ -88,7 +93,11 @@ public final class SoftDevice implements Device, GsiAccess {
         this.gids = new Gid[] {gid0};
         this.keyVariants = new SplittableRandom(guid ^ System.nanoTime());
         this.link = fabric.defaultLink();
+        this.counters = CounterFile.create(name + "/1", COUNTER_NAMES);
     }
+
+    private static final List<String> COUNTER_NAMES =
+            Arrays.stream(SoftCounter.values()).map(SoftCounter::rxeName).toList();
 
     @Override
     public String name() {
@@ -113,12 +122,12 @@ public final class SoftDevice implements Device, GsiAccess {
         return roce != null || unbound != null ? "rxe" : "soft";
     }
 
-    /** @return how this device reaches memory, and its DMA checker if on */
+    /** {@return how this device reaches memory, and its DMA checker if on} */
     public DmaSpace dma() {
         return dma;
     }
 
-    /** @return the fabric */
+    /** {@return the fabric} */
     public SoftFabric fabric() {
         return fabric;
     }
@@ -167,23 +176,25 @@ public final class SoftDevice implements Device, GsiAccess {
     }
 
     /**
+     * {@return its value}
+     *
      * @param c a counter
-     * @return its value
      */
     public long counter(SoftCounter c) {
-        return counters[c.ordinal()];
+        return counters.get(c.ordinal());
     }
 
     /**
-     * @return every counter by {@link SoftCounter#rxeName()}, read together under the engine lock (the
-     *         engine writes them under it)
+     * {@return every counter by {@link SoftCounter#rxeName()}, read together under the engine lock (the engine
+     * writes them under it)}
+     *
      */
     java.util.Map<String, Long> counters() {
         var m = new java.util.LinkedHashMap<String, Long>();
         fabric.lockEngine();
         try {
             for (SoftCounter c : SoftCounter.values()) {
-                m.put(c.rxeName(), counters[c.ordinal()]);
+                m.put(c.rxeName(), counters.get(c.ordinal()));
             }
         } finally {
             fabric.unlockEngine();
@@ -193,12 +204,15 @@ public final class SoftDevice implements Device, GsiAccess {
 
     /** Engine lock held. */
     void count(SoftCounter c) {
-        counters[c.ordinal()]++;
+        counters.increment(c.ordinal());
+        if (c.isDrop()) {
+            SoftEvents.drop(this, c);
+        }
     }
 
     /** Engine lock held. */
     void count(SoftCounter c, long n) {
-        counters[c.ordinal()] += n;
+        counters.add(c.ordinal(), n);
     }
 
     boolean portActive() {
@@ -274,12 +288,12 @@ public final class SoftDevice implements Device, GsiAccess {
         return (hi24 << 40) | (0xFFFEL << 24) | (mac & 0xFF_FFFFL);
     }
 
-    /** @return the RoCE link, or null for an in-process device */
+    /** {@return the RoCE link, or null for an in-process device} */
     RoceLink roceLink() {
         return roce;
     }
 
-    /** @return whether packets are cut at the path MTU because they may cross a wire */
+    /** {@return whether packets are cut at the path MTU because they may cross a wire} */
     boolean onWire() {
         return roce != null;
     }
@@ -323,7 +337,7 @@ public final class SoftDevice implements Device, GsiAccess {
     /** Set while a busy-polling application thread dispatches received packets: engine lock. */
     private boolean deferAcks;
 
-    /** @return whether ACKs made now may wait (engine lock) */
+    /** {@return whether ACKs made now may wait (engine lock)} */
     boolean deferringAcks() {
         return deferAcks;
     }
@@ -387,7 +401,7 @@ public final class SoftDevice implements Device, GsiAccess {
         }
     }
 
-    /** @return the MR with exactly this key, or null */
+    /** {@return the MR with exactly this key, or null} */
     SoftMr lookupMr(int key) {
         int idx = key >>> 8;
         if (idx <= 0 || idx >= MAX_MR) {
@@ -537,7 +551,7 @@ public final class SoftDevice implements Device, GsiAccess {
         }
     }
 
-    /** @return the link the device sends through */
+    /** {@return the link the device sends through} */
     Link link() {
         return link;
     }

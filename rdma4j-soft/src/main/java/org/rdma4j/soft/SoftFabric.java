@@ -47,6 +47,8 @@ public final class SoftFabric implements AutoCloseable {
     }
 
     /**
+     * Creates an empty fabric whose messages travel whole (one packet each).
+     *
      * @param clock time source for protocol timers; a {@link ManualClock} makes them test-driven
      */
     public SoftFabric(NanoClock clock) {
@@ -54,9 +56,11 @@ public final class SoftFabric implements AutoCloseable {
     }
 
     /**
-     * @param clock        time source for protocol timers
-     * @param segmentAtMtu cut RC/UC messages into path-MTU packets as a wire would (FIRST/MIDDLE/LAST),
-     *                     exercising the same protocol paths as RoCE; off, a message is one packet
+     * Creates an empty fabric.
+     *
+     * @param clock time source for protocol timers
+     * @param segmentAtMtu cut RC/UC messages into path-MTU packets as a wire would (FIRST/MIDDLE/LAST), exercising
+     *     the same protocol paths as RoCE; off, a message is one packet
      */
     public SoftFabric(NanoClock clock, boolean segmentAtMtu) {
         this.clock = clock;
@@ -158,22 +162,22 @@ public final class SoftFabric implements AutoCloseable {
         link.start();
     }
 
-    /** @return the devices, in the order they were added */
+    /** {@return the devices, in the order they were added} */
     public List<SoftDevice> devices() {
         return List.copyOf(devices);
     }
 
-    /** @return the live device list, not copied (multicast fan-out on the engine's path; do not modify) */
+    /** {@return the live device list, not copied (multicast fan-out on the engine's path; do not modify)} */
     List<SoftDevice> deviceList() {
         return devices;
     }
 
-    /** @return whether messages are cut at the path MTU */
+    /** {@return whether messages are cut at the path MTU} */
     public boolean segmentsAtMtu() {
         return segmentAtMtu;
     }
 
-    /** @return the clock driving the protocol timers */
+    /** {@return the clock driving the protocol timers} */
     public NanoClock clock() {
         return clock;
     }
@@ -250,7 +254,7 @@ public final class SoftFabric implements AutoCloseable {
         }
     }
 
-    /** @return the device owning a GID on this fabric, or null */
+    /** {@return the device owning a GID on this fabric, or null} */
     SoftDevice deviceFor(Gid gid) {
         return gid == null ? null : byGid.get(gid);
     }
@@ -296,7 +300,6 @@ public final class SoftFabric implements AutoCloseable {
         }
     }
 
-    /** Stops the timer agent. Devices stay usable for closing their objects. */
     // ------------------------------------------------------------------ deferred ACKs (Responder.ackRequested)
 
     /**
@@ -347,6 +350,7 @@ public final class SoftFabric implements AutoCloseable {
         }
     }
 
+    /** Stops the timer agent. Devices stay usable for closing their objects. */
     @Override
     public void close() {
         closed = true;

@@ -35,7 +35,7 @@ final class SoftMr extends SoftResource implements MemoryRegion {
         this.direct = pd.device.dma.regionDirect(segment, dmaAddr);
     }
 
-    /** @return the device address of the first byte (the registration's DMA mapping) */
+    /** {@return the device address of the first byte (the registration's DMA mapping)} */
     long dmaAddress() {
         return dmaAddr;
     }
@@ -45,7 +45,7 @@ final class SoftMr extends SoftResource implements MemoryRegion {
         return "MR(lkey=0x" + Integer.toHexString(key) + ", " + length + " bytes)";
     }
 
-    /** @return whether [addr, addr+len) lies in the region (len may be 0) */
+    /** {@return whether [addr, addr+len) lies in the region (len may be 0)} */
     boolean contains(long addr, long len) {
         long off = addr - address;
         return off >= 0 && len >= 0 && off <= length && len <= length - off;

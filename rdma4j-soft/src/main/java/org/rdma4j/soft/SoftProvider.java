@@ -61,14 +61,14 @@ public final class SoftProvider implements VerbsProvider {
             for (int i = 0; i < Math.max(0, n); i++) {
                 SoftDevice d = f.addDevice("soft" + i);
                 if (d.dma().checker() != null) {
-                    d.dma().checker().listener(r -> System.err.print(r)); // like dma-debug's kernel log
+                    d.dma().checker().listener(SoftProvider::logDmaReport); // like dma-debug's kernel log
                 }
             }
             Map<String, RoceConfig> roce;
             try {
                 roce = configuredRoceDevices();
             } catch (VerbsException e) {
-                System.err.println("rdma4j: ignoring RoCE device configuration: " + e.getMessage());
+                SoftEvents.LOG.log(System.Logger.Level.WARNING, "rdma4j: ignoring RoCE device configuration: " + e.getMessage());
                 roce = Map.of();
             }
             for (Map.Entry<String, RoceConfig> e : roce.entrySet()) {
@@ -76,32 +76,17 @@ public final class SoftProvider implements VerbsProvider {
                     RoceLinks.checkLocal(e.getKey(), new RoceLinks.Addresses(e.getValue().addresses(),
                             e.getValue().udpPort()));
                 } catch (IllegalArgumentException ex) {
-                    System.err.println("rdma4j: RoCE device " + e.getKey() + " left out: EADDRNOTAVAIL: " + ex.getMessage());
+                    SoftEvents.LOG.log(System.Logger.Level.WARNING, "rdma4j: RoCE device " + e.getKey() + " left out: EADDRNOTAVAIL: " + ex.getMessage());
                     continue;
                 }
                 try {
                     SoftDevice d = f.addRoceDeviceBoundOnFirstQp(e.getKey(), e.getValue());
                     if (d.dma().checker() != null) {
-                        d.dma().checker().listener(r -> System.err.print(r));
+                        d.dma().checker().listener(SoftProvider::logDmaReport);
                     }
                 } catch (VerbsException ex) {
-                    System.err.println("rdma4j: RoCE device " + e.getKey() + " not created: " + ex.getMessage());
+                    SoftEvents.LOG.log(System.Logger.Level.WARNING, "rdma4j: RoCE device " + e.getKey() + " not created: " + ex.getMessage());
                 }
-            }
-            if (System.getProperty("rdma4j.soft.counters") != null) {
-                // -Drdma4j.soft.counters: print each device's non-zero counters at exit (where a benchmark's
-                // packets went: retransmissions, drops, GSO/GRO use), as rxe shows them in its hw_counters
-                Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-                    for (SoftDevice d : f.devices()) {
-                        StringBuilder b = new StringBuilder("rdma4j counters ").append(d.name()).append(':');
-                        for (SoftCounter c : SoftCounter.values()) {
-                            if (d.counter(c) != 0) {
-                                b.append(' ').append(c.name().toLowerCase(java.util.Locale.ROOT)).append('=').append(d.counter(c));
-                            }
-                        }
-                        System.err.println(b);
-                    }
-                }, "rdma4j-counters"));
             }
             return f;
         }
@@ -111,7 +96,7 @@ public final class SoftProvider implements VerbsProvider {
     public SoftProvider() {
     }
 
-    /** @return the process-wide fabric behind this provider's devices */
+    /** {@return the process-wide fabric behind this provider's devices} */
     public static SoftFabric defaultFabric() {
         return Holder.fabric();
     }
@@ -145,5 +130,10 @@ public final class SoftProvider implements VerbsProvider {
     @Override
     public List<Device> devices() {
         return new ArrayList<>(Holder.fabric().devices());
+    }
+
+    /** The DMA checker's reports of the provider's devices go to logger {@code org.rdma4j.dma} at WARNING. */
+    private static void logDmaReport(org.rdma4j.dma.DmaReport r) {
+        System.getLogger("org.rdma4j.dma").log(System.Logger.Level.WARNING, r.toString());
     }
 }

@@ -56,6 +56,8 @@ final class SoftQp extends SoftResource implements QueuePair {
 
     // Attributes (engine lock for writes after creation).
     volatile QpState state = QpState.RESET;
+    /** modify() is moving the QP to ERR (engine lock): moveToError reports the change as the modify's. */
+    private boolean modifyingToError;
     int qkey;
     int pkeyIndex;
     int port = 1;
@@ -217,7 +219,7 @@ final class SoftQp extends SoftResource implements QueuePair {
         }
     }
 
-    /** @return whether the QP's transport has this operation (rxe next_opcode finds an opcode for it) */
+    /** {@return whether the QP's transport has this operation (rxe next_opcode finds an opcode for it)} */
     boolean hasOpcode(WrOpcode op) {
         return validOps[op.ordinal()];
     }
@@ -322,9 +324,17 @@ final class SoftQp extends SoftResource implements QueuePair {
             enSqdAsyncNotify = a.enSqdAsyncNotify();
         }
         if (next != cur) {
+            SoftEvents.qpState(this, cur, next, "modify");
             switch (next) {
                 case RESET -> reset();
-                case ERR -> moveToError();
+                case ERR -> {
+                    modifyingToError = true;
+                    try {
+                        moveToError();
+                    } finally {
+                        modifyingToError = false;
+                    }
+                }
                 case SQD -> {
                     state = QpState.SQD;
                     maybeSqDrained();
@@ -437,6 +447,9 @@ final class SoftQp extends SoftResource implements QueuePair {
      */
     void moveToError() {
         boolean was = state == QpState.ERR;
+        if (!was && !modifyingToError) {
+            SoftEvents.qpState(this, state, QpState.ERR, "error");
+        }
         state = QpState.ERR;
         retransDeadline = 0;
         rnrDeadline = 0;
@@ -679,7 +692,7 @@ final class SoftQp extends SoftResource implements QueuePair {
     /** Refused-post sentence for a full send queue, made once (a full queue may be hit in a loop). */
     private String sqFullMessage;
 
-    /** @return whether the request may be posted; if not, its postError and message say why */
+    /** {@return whether the request may be posted; if not, its postError and message say why} */
     private boolean validate(SendWorkRequest wr) {
         QpState s = state;
         if (closed || s == QpState.RESET || s == QpState.INIT || s == QpState.RTR) {

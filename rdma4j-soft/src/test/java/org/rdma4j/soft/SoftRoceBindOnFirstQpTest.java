@@ -28,7 +28,8 @@ import org.rdma4j.verbs.VerbsException;
  */
 class SoftRoceBindOnFirstQpTest {
     private static boolean canBind(InetAddress a, int port) {
-        try (DatagramSocket s = new DatagramSocket(new InetSocketAddress(a, port))) {
+        try {
+            new DatagramSocket(new InetSocketAddress(a, port)).close();
             return true;
         } catch (SocketException e) {
             return false;
@@ -65,7 +66,7 @@ class SoftRoceBindOnFirstQpTest {
                 }
 
                 try (QueuePair qp = pd.createQp(new QpInitAttributes().sendCq(cq).recvCq(cq))) {
-                    assertTrue(!canBind(lo, port), "the first QP bound the address");
+                    assertTrue(!canBind(lo, port), "the first QP (0x" + Integer.toHexString(qp.qpNum()) + ") bound the address");
                     assertEquals(d, lazy.deviceFor(org.rdma4j.verbs.Gid.ofInetAddress(lo)));
                 }
 

@@ -38,7 +38,8 @@ final class SoftRoceTestFabric extends SoftDevicesFixture {
         for (int attempt = 0; attempt < 50; attempt++) {
             try (DatagramSocket a = new DatagramSocket(new InetSocketAddress("127.0.0.1", 0))) {
                 int p = a.getLocalPort();
-                try (DatagramSocket b = new DatagramSocket(new InetSocketAddress("127.0.0.2", p))) {
+                try {
+                    new DatagramSocket(new InetSocketAddress("127.0.0.2", p)).close(); // free on the second address too
                     return p;
                 } catch (IOException busy) {
                     // try another

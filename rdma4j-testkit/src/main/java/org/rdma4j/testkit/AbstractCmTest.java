@@ -64,6 +64,10 @@ import org.rdma4j.verbs.cm.UdParam;
  * passive one, unless a test says otherwise. Waits are bounded; timers move with the fabric's clock.
  */
 public abstract class AbstractCmTest {
+    /** Constructor for subclasses. */
+    protected AbstractCmTest() {
+    }
+
     /** How long an event that must come may take. */
     protected static final Duration WAIT = Duration.ofSeconds(10);
     private static final Duration T = Duration.ofSeconds(2);
@@ -317,7 +321,14 @@ public abstract class AbstractCmTest {
         return id;
     }
 
-    /** A CM ID with a PD, a QP (CQs made by the ID) and a registered buffer. */
+    /**
+     * A CM ID with a PD, a QP (CQs made by the ID) and a registered buffer.
+     *
+     * @param id the CM ID
+     * @param pd its protection domain
+     * @param qp its QP
+     * @param mr its registered buffer
+     */
     protected record Side(CmId id, ProtectionDomain pd, QueuePair qp, MemoryRegion mr) {
     }
 
@@ -358,7 +369,7 @@ public abstract class AbstractCmTest {
         return new Side[] {c, s};
     }
 
-    /** @return rping's connection parameters */
+    /** {@return rping's connection parameters} */
     protected static ConnParam rping() {
         return new ConnParam().responderResources(1).initiatorDepth(1).retryCount(7).rnrRetryCount(7);
     }
@@ -410,6 +421,7 @@ public abstract class AbstractCmTest {
 
     // ------------------------------------------------------------------ tests
 
+    /** Should connect exchange and disconnect with Linux's event sequence. */
     @Test
     public void shouldConnectExchangeAndDisconnectWithLinuxsEventSequence() {
         CmId listener = listen(PortSpace.TCP, 8);
@@ -477,6 +489,7 @@ public abstract class AbstractCmTest {
         expect(chB, CmEventType.TIMEWAIT_EXIT);
     }
 
+    /** Should set the QP attributes the CM negotiated. */
     @Test
     public void shouldSetTheQpAttributesTheCmNegotiated() {
         Side[] p = connectPair();
@@ -500,6 +513,7 @@ public abstract class AbstractCmTest {
         assertEquals(0, a.minRnrTimer(), "rdma_cm sets min_rnr_timer 0");
     }
 
+    /** Should report the reject reason and private data. */
     @Test
     public void shouldReportTheRejectReasonAndPrivateData() {
         listen(PortSpace.TCP, 8);
@@ -517,6 +531,7 @@ public abstract class AbstractCmTest {
         assertEquals(QpState.ERR, c.qp().state(), "a REJ moves the QP to ERR");
     }
 
+    /** Should be rejected with invalid service ID when nobody listens. */
     @Test
     public void shouldBeRejectedWithInvalidServiceIdWhenNobodyListens() {
         Side c = withQp(resolved(PortSpace.TCP));
@@ -526,6 +541,7 @@ public abstract class AbstractCmTest {
         rej.ack();
     }
 
+    /** Should refuse a source address no device owns. */
     @Test
     public void shouldRefuseASourceAddressNoDeviceOwns() {
         CmId id = track(chA.createId(PortSpace.TCP));
@@ -545,6 +561,7 @@ public abstract class AbstractCmTest {
         assertEquals(Errno.EINVAL, mixed.errno(), "source and destination of different families");
     }
 
+    /** Should be unreachable when the request is never answered. */
     @Test
     public void shouldBeUnreachableWhenTheRequestIsNeverAnswered() {
         assumeTrue(fabric.manualTimers() && fabric.unownedAddress() != null, "needs manual timers and an unowned address");
@@ -570,6 +587,7 @@ public abstract class AbstractCmTest {
         u.ack();
     }
 
+    /** Should refuse a second accept and keep the connection. */
     @Test
     public void shouldRefuseASecondAcceptAndKeepTheConnection() {
         listen(PortSpace.TCP, 8);
@@ -589,6 +607,7 @@ public abstract class AbstractCmTest {
         assertEquals(WcStatus.SUCCESS, poll(c.id().recvCq()).status());
     }
 
+    /** Should refuse to disconnect an unconnected ID and ignore a second disconnect. */
     @Test
     public void shouldRefuseToDisconnectAnUnconnectedIdAndIgnoreASecondDisconnect() {
         CmId idle = track(chA.createId(PortSpace.TCP));
@@ -602,6 +621,7 @@ public abstract class AbstractCmTest {
         expect(chA, CmEventType.DISCONNECTED);
     }
 
+    /** Should disconnect the peer when a connected ID is closed. */
     @Test
     public void shouldDisconnectThePeerWhenAConnectedIdIsClosed() {
         Side[] p = connectPair();
@@ -612,6 +632,7 @@ public abstract class AbstractCmTest {
         p[1].id().disconnect();
     }
 
+    /** Should refuse to close what is still in use. */
     @Test
     public void shouldRefuseToCloseWhatIsStillInUse() {
         CmId id = chA.createId(PortSpace.TCP);
@@ -626,6 +647,7 @@ public abstract class AbstractCmTest {
         id.close(); // idempotent
     }
 
+    /** Should connect UD through SIDR. */
     @Test
     public void shouldConnectUdThroughSidr() {
         listen(PortSpace.UDP, 8);
@@ -659,6 +681,7 @@ public abstract class AbstractCmTest {
         assertEquals("datagram", s.mr().segment().getString(GRH));
     }
 
+    /** Should report a rejected UD request as unreachable. */
     @Test
     public void shouldReportARejectedUdRequestAsUnreachable() {
         listen(PortSpace.UDP, 8);
@@ -671,6 +694,7 @@ public abstract class AbstractCmTest {
         u.ack();
     }
 
+    /** Should report a UD request nobody listens to as unreachable. */
     @Test
     public void shouldReportAUdRequestNobodyListensToAsUnreachable() {
         withQp(resolved(PortSpace.UDP)).id().connect(new ConnParam());
@@ -679,6 +703,7 @@ public abstract class AbstractCmTest {
         u.ack();
     }
 
+    /** Should apply Linux's port conflict rules. */
     @Test
     public void shouldApplyLinuxsPortConflictRules() {
         CmId a = track(chB.createId(PortSpace.TCP));
@@ -695,6 +720,7 @@ public abstract class AbstractCmTest {
         assertEquals(Errno.EINVAL, assertThrows(VerbsException.class, () -> a.listen(4)).errno(), "listening twice");
     }
 
+    /** Should let an application move its own QP. */
     @Test
     public void shouldLetAnApplicationMoveItsOwnQp() {
         listen(PortSpace.TCP, 8);
@@ -721,6 +747,7 @@ public abstract class AbstractCmTest {
         assertEquals(s.qp().query().sqPsn(), qp.query().rqPsn());
     }
 
+    /** Should move an ID and its events to another channel. */
     @Test
     public void shouldMoveAnIdAndItsEventsToAnotherChannel() {
         try (CmEventChannel other = fabric.cm(0).createEventChannel()) {
@@ -736,6 +763,7 @@ public abstract class AbstractCmTest {
         }
     }
 
+    /** Should accept many connections on one listener. */
     @Test
     public void shouldAcceptManyConnectionsOnOneListener() {
         listen(PortSpace.TCP, 64);
@@ -769,6 +797,7 @@ public abstract class AbstractCmTest {
         }
     }
 
+    /** Should refuse more private data than a request carries. */
     @Test
     public void shouldRefuseMorePrivateDataThanARequestCarries() {
         listen(PortSpace.TCP, 8);

@@ -23,7 +23,12 @@ import org.rdma4j.verbs.PortState;
 
 /** ibv_get_device_list / ibv_query_device / ibv_query_port / ibv_query_gid. */
 public abstract class AbstractDeviceQueryTest extends ConformanceTestBase {
+    /** Constructor for subclasses. */
+    protected AbstractDeviceQueryTest() {
+    }
 
+
+    /** Should list distinct devices when fabric has two hosts. */
     @Test
     public void shouldListDistinctDevicesWhenFabricHasTwoHosts() {
         Set<String> names = new HashSet<>();
@@ -42,6 +47,7 @@ public abstract class AbstractDeviceQueryTest extends ConformanceTestBase {
         assertEquals(fabric.device(1), ctxB.device(), "ctx.device() of device 1's context");
     }
 
+    /** Should report sane limits when device is queried. */
     @Test
     public void shouldReportSaneLimitsWhenDeviceIsQueried() {
         DeviceAttributes a = ctxA.queryDevice();
@@ -68,6 +74,7 @@ public abstract class AbstractDeviceQueryTest extends ConformanceTestBase {
                 "atomic_cap " + a.atomicCap());
     }
 
+    /** Should report active port with MTU when port one is queried. */
     @Test
     public void shouldReportActivePortWithMtuWhenPortOneIsQueried() {
         for (Context ctx : new Context[] {ctxA, ctxB}) {
@@ -87,6 +94,7 @@ public abstract class AbstractDeviceQueryTest extends ConformanceTestBase {
         }
     }
 
+    /** Should have distinct non-zero GID at index zero. */
     @Test
     public void shouldHaveDistinctNonZeroGidAtIndexZero() {
         Gid a = ctxA.queryGid(1, 0);
@@ -101,6 +109,7 @@ public abstract class AbstractDeviceQueryTest extends ConformanceTestBase {
         assertEquals(a, ctxA.queryGid(1, 0), "GID[0] is stable");
     }
 
+    /** Should reject with EINVAL when port number is invalid. */
     @Test
     public void shouldRejectWithEinvalWhenPortNumberIsInvalid() {
         int ports = ctxA.queryDevice().physPortCnt();
@@ -110,6 +119,7 @@ public abstract class AbstractDeviceQueryTest extends ConformanceTestBase {
         assertVerbsError(Errno.EINVAL, () -> ctxA.queryGid(ports + 1, 0));
     }
 
+    /** Should open independent contexts when device is opened twice. */
     @Test
     public void shouldOpenIndependentContextsWhenDeviceIsOpenedTwice() {
         Context second = fabric.device(0).open();
@@ -123,6 +133,7 @@ public abstract class AbstractDeviceQueryTest extends ConformanceTestBase {
         track(ctxA.allocPd());
     }
 
+    /** Should raise port events when port goes down and up. */
     @Test
     public void shouldRaisePortEventsWhenPortGoesDownAndUp() {
         try {

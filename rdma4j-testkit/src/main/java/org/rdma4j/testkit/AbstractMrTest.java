@@ -26,7 +26,12 @@ import org.rdma4j.verbs.WrOpcode;
 
 /** ibv_reg_mr access rules, keys and what happens to a deregistered region (verbs-dma.md 4.1, 4.2). */
 public abstract class AbstractMrTest extends ConformanceTestBase {
+    /** Constructor for subclasses. */
+    protected AbstractMrTest() {
+    }
 
+
+    /** Should reject remote write without local write. */
     @Test
     public void shouldRejectRemoteWriteWithoutLocalWrite() {
         ProtectionDomain pd = track(ctxA.allocPd());
@@ -37,12 +42,14 @@ public abstract class AbstractMrTest extends ConformanceTestBase {
                 AccessFlag.of(AccessFlag.REMOTE_WRITE, AccessFlag.REMOTE_READ))));
     }
 
+    /** Should reject remote atomic without local write. */
     @Test
     public void shouldRejectRemoteAtomicWithoutLocalWrite() {
         ProtectionDomain pd = track(ctxA.allocPd());
         assertVerbsError(Errno.EINVAL, () -> track(pd.regMr(alloc(4096), AccessFlag.of(AccessFlag.REMOTE_ATOMIC))));
     }
 
+    /** Should reject heap segment. */
     @Test
     public void shouldRejectHeapSegment() {
         ProtectionDomain pd = track(ctxA.allocPd());
@@ -50,6 +57,7 @@ public abstract class AbstractMrTest extends ConformanceTestBase {
         assertVerbsError(Errno.EINVAL, () -> track(pd.regMr(heap, AccessFlag.of(AccessFlag.LOCAL_WRITE))));
     }
 
+    /** Should reject zero-length segment. */
     @Test
     public void shouldRejectZeroLengthSegment() {
         ProtectionDomain pd = track(ctxA.allocPd());
@@ -58,6 +66,7 @@ public abstract class AbstractMrTest extends ConformanceTestBase {
                 AccessFlag.of(AccessFlag.LOCAL_WRITE))));
     }
 
+    /** Should describe the registered memory. */
     @Test
     public void shouldDescribeTheRegisteredMemory() {
         ProtectionDomain pd = track(ctxA.allocPd());
@@ -73,6 +82,7 @@ public abstract class AbstractMrTest extends ConformanceTestBase {
         track(pd.regMr(alloc(64), EnumSet.noneOf(AccessFlag.class)));
     }
 
+    /** Should give different keys when same memory is registered twice. */
     @Test
     public void shouldGiveDifferentKeysWhenSameMemoryIsRegisteredTwice() {
         ProtectionDomain pd = track(ctxA.allocPd());
@@ -83,6 +93,7 @@ public abstract class AbstractMrTest extends ConformanceTestBase {
         assertNotEquals(first.rkey(), second.rkey(), "rkeys of two registrations");
     }
 
+    /** Should randomise low eight key bits when registering. */
     @Test
     public void shouldRandomiseLowEightKeyBitsWhenRegistering() {
         // verbs-dma.md 4.2 / rxe rxe_mr_init: key = index << 8 | random 8-bit variant. Sixteen
@@ -101,6 +112,11 @@ public abstract class AbstractMrTest extends ConformanceTestBase {
         assertEquals(16, indexes.size(), "16 live MRs share a key index: " + indexes);
     }
 
+    /**
+     * Should fail with LOC_PROT_ERR when sending from deregistered MR.
+     *
+     * @throws Exception when the device fails the test unexpectedly
+     */
     @Test
     public void shouldFailWithLocQpOpErrWhenSendingFromDeregisteredMr() throws Exception {
         QpPair p = players().rc(QpConfig.rc());
@@ -122,6 +138,11 @@ public abstract class AbstractMrTest extends ConformanceTestBase {
         assertNoCompletion(p.remote().recvCq());
     }
 
+    /**
+     * Should fail with REM_ACCESS_ERR when writing to deregistered MR.
+     *
+     * @throws Exception when the device fails the test unexpectedly
+     */
     @Test
     public void shouldFailWithRemAccessErrWhenWritingToDeregisteredMr() throws Exception {
         QpPair p = players().rc(QpConfig.rc());
@@ -137,6 +158,7 @@ public abstract class AbstractMrTest extends ConformanceTestBase {
         assertEquals(QpState.ERR, p.local().qp().state(), "requester after REM_ACCESS_ERR");
     }
 
+    /** Should fail with LOC_PROT_ERR when lkey belongs to another PD. */
     @Test
     public void shouldFailWithLocQpOpErrWhenLkeyBelongsToAnotherPd() {
         QpPair p = players().rc(QpConfig.rc());
@@ -150,6 +172,7 @@ public abstract class AbstractMrTest extends ConformanceTestBase {
         assertWc(pollOne(p.local().sendCq()), WcStatus.LOC_QP_OP_ERR, 1);
     }
 
+    /** Should fail with REM_ACCESS_ERR when reading MR without remote read. */
     @Test
     public void shouldFailWithRemAccessErrWhenReadingMrWithoutRemoteRead() {
         QpPair p = players().rc(QpConfig.rc());
@@ -161,6 +184,11 @@ public abstract class AbstractMrTest extends ConformanceTestBase {
         assertWc(pollOne(p.local().sendCq()), WcStatus.REM_ACCESS_ERR, 1);
     }
 
+    /**
+     * Should allow access through a second registration after the first is deregistered.
+     *
+     * @throws Exception when the device fails the test unexpectedly
+     */
     @Test
     public void shouldAllowAccessThroughASecondRegistrationAfterTheFirstIsDeregistered() throws Exception {
         QpPair p = players().rc(QpConfig.rc());

@@ -26,12 +26,17 @@ import org.rdma4j.verbs.WrOpcode;
  * unchanged on devices with IB-style and with IP GIDs.
  */
 public abstract class AbstractMulticastTest extends ConformanceTestBase {
+    /** Constructor for subclasses. */
+    protected AbstractMulticastTest() {
+    }
+
     private static final int GRH = 40;
     private static final int BUF = 4096;
 
     /**
+     * {@return a multicast GID distinct for each n: ::ffff:239.77.0.n}
+     *
      * @param n a small number
-     * @return a multicast GID distinct for each n: ::ffff:239.77.0.n
      */
     protected Gid group(int n) {
         Gid g = new Gid(0, 0x0000_FFFF_EF4D_0000L | (n & 0xFFFF));
@@ -97,6 +102,7 @@ public abstract class AbstractMulticastTest extends ConformanceTestBase {
         assertBytes(data, mr.segment(), GRH, "payload of the group's message");
     }
 
+    /** Should deliver one copy to every attached QP on every device. */
     @Test
     public void shouldDeliverOneCopyToEveryAttachedQpOnEveryDevice() {
         Gid g = group(1);
@@ -123,6 +129,7 @@ public abstract class AbstractMulticastTest extends ConformanceTestBase {
         assertNoCompletion(outsider.recvCq());
     }
 
+    /** Should deliver to the sending QP when it is attached. */
     @Test
     public void shouldDeliverToTheSendingQpWhenItIsAttached() {
         // rxe_rcv_mcast_pkt delivers to every QP on the group's list, the sender's included (the IP stack
@@ -140,6 +147,7 @@ public abstract class AbstractMulticastTest extends ConformanceTestBase {
         assertReceived(peer, 21, mp, data, sender.qpNum());
     }
 
+    /** Should drop for member whose Q_Key differs. */
     @Test
     public void shouldDropForMemberWhoseQkeyDiffers() {
         Gid g = group(3);
@@ -157,6 +165,7 @@ public abstract class AbstractMulticastTest extends ConformanceTestBase {
         assertNoCompletion(otherKey.recvCq());
     }
 
+    /** Should receive from each group a QP joined. */
     @Test
     public void shouldReceiveFromEachGroupAQpJoined() {
         Gid g1 = group(4);
@@ -177,6 +186,7 @@ public abstract class AbstractMulticastTest extends ConformanceTestBase {
         assertBytes(b, m.segment(), 2048 + GRH, "the second group's message");
     }
 
+    /** Should stop delivering after detach. */
     @Test
     public void shouldStopDeliveringAfterDetach() {
         Gid g = group(6);
@@ -194,6 +204,7 @@ public abstract class AbstractMulticastTest extends ConformanceTestBase {
         assertNoCompletion(leaves.recvCq());
     }
 
+    /** Should deliver nothing to a device that left the group. */
     @Test
     public void shouldDeliverNothingToADeviceThatLeftTheGroup() {
         Gid g = group(7);
@@ -206,6 +217,7 @@ public abstract class AbstractMulticastTest extends ConformanceTestBase {
         assertNoCompletion(member.recvCq());
     }
 
+    /** Should refuse attach on connected QPs. */
     @Test
     public void shouldRefuseAttachOnConnectedQps() {
         QueuePair rc = players().rc(QpConfig.rc()).local().qp();
@@ -214,6 +226,7 @@ public abstract class AbstractMulticastTest extends ConformanceTestBase {
         assertVerbsError(Errno.EINVAL, () -> rc.detachMcast(group(8), 0));
     }
 
+    /** Should refuse unicast GIDs and detach of unjoined group. */
     @Test
     public void shouldRefuseUnicastGidsAndDetachOfUnjoinedGroup() {
         Endpoint e = ud(ctxA);
@@ -228,6 +241,11 @@ public abstract class AbstractMulticastTest extends ConformanceTestBase {
         assertVerbsError(Errno.EINVAL, () -> e.qp().detachMcast(group(9), 0));
     }
 
+    /**
+     * Should refuse to destroy an attached QP.
+     *
+     * @throws Exception when the device fails the test unexpectedly
+     */
     @Test
     public void shouldRefuseToDestroyAnAttachedQp() throws Exception {
         Endpoint e = ud(ctxB);

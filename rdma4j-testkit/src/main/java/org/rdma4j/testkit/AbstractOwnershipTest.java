@@ -33,7 +33,12 @@ import org.rdma4j.verbs.WorkCompletion;
  * fixture's leak check relies on exactly that.
  */
 public abstract class AbstractOwnershipTest extends ConformanceTestBase {
+    /** Constructor for subclasses. */
+    protected AbstractOwnershipTest() {
+    }
 
+
+    /** Should fail context close with EBUSY when a PD is leaked. */
     @Test
     public void shouldFailContextCloseWithEbusyWhenAPdIsLeaked() {
         // A context of its own, so the fixture's teardown is not involved.
@@ -47,6 +52,7 @@ public abstract class AbstractOwnershipTest extends ConformanceTestBase {
         ctx.close();
     }
 
+    /** Should fail context close with EBUSY when a CQ or channel is open. */
     @Test
     public void shouldFailContextCloseWithEbusyWhenACqOrChannelIsOpen() {
         Context ctx = fabric.device(1).open();
@@ -59,6 +65,11 @@ public abstract class AbstractOwnershipTest extends ConformanceTestBase {
         ctx.close();
     }
 
+    /**
+     * Should fail PD close with EBUSY while MR is registered.
+     *
+     * @throws Exception when the device fails the test unexpectedly
+     */
     @Test
     public void shouldFailPdCloseWithEbusyWhileMrIsRegistered() throws Exception {
         ProtectionDomain pd = track(ctxA.allocPd());
@@ -68,6 +79,11 @@ public abstract class AbstractOwnershipTest extends ConformanceTestBase {
         release(pd);
     }
 
+    /**
+     * Should fail PD close with EBUSY while QP SRQ or AH exists.
+     *
+     * @throws Exception when the device fails the test unexpectedly
+     */
     @Test
     public void shouldFailPdCloseWithEbusyWhileQpSrqOrAhExists() throws Exception {
         ProtectionDomain pd = track(ctxA.allocPd());
@@ -86,6 +102,11 @@ public abstract class AbstractOwnershipTest extends ConformanceTestBase {
         release(pd);
     }
 
+    /**
+     * Should fail CQ close with EBUSY while QP uses it.
+     *
+     * @throws Exception when the device fails the test unexpectedly
+     */
     @Test
     public void shouldFailCqCloseWithEbusyWhileQpUsesIt() throws Exception {
         ProtectionDomain pd = track(ctxA.allocPd());
@@ -99,6 +120,11 @@ public abstract class AbstractOwnershipTest extends ConformanceTestBase {
         release(sendCq);
     }
 
+    /**
+     * Should fail channel close with EBUSY while CQ uses it.
+     *
+     * @throws Exception when the device fails the test unexpectedly
+     */
     @Test
     public void shouldFailChannelCloseWithEbusyWhileCqUsesIt() throws Exception {
         CompletionChannel ch = track(ctxA.createCompChannel());
@@ -109,6 +135,11 @@ public abstract class AbstractOwnershipTest extends ConformanceTestBase {
         release(ch);
     }
 
+    /**
+     * Should fail SRQ close with EBUSY while QP is attached.
+     *
+     * @throws Exception when the device fails the test unexpectedly
+     */
     @Test
     public void shouldFailSrqCloseWithEbusyWhileQpIsAttached() throws Exception {
         ProtectionDomain pd = track(ctxA.allocPd());
@@ -120,6 +151,7 @@ public abstract class AbstractOwnershipTest extends ConformanceTestBase {
         release(srq);
     }
 
+    /** Should free everything when closed in reverse order. */
     @Test
     public void shouldFreeEverythingWhenClosedInReverseOrder() {
         Context ctx = fabric.device(0).open();
@@ -148,6 +180,11 @@ public abstract class AbstractOwnershipTest extends ConformanceTestBase {
         ctx.close();
     }
 
+    /**
+     * Should ignore or clearly reject double close.
+     *
+     * @throws Exception when the device fails the test unexpectedly
+     */
     @Test
     public void shouldIgnoreOrClearlyRejectDoubleClose() throws Exception {
         ProtectionDomain pd = track(ctxA.allocPd());
@@ -164,6 +201,11 @@ public abstract class AbstractOwnershipTest extends ConformanceTestBase {
         track(ctxA.allocPd());
     }
 
+    /**
+     * Should refuse poll on closed CQ as req notify does.
+     *
+     * @throws Exception when the device fails the test unexpectedly
+     */
     @Test
     public void shouldRefusePollOnClosedCqAsReqNotifyDoes() throws Exception {
         CompletionChannel ch = track(ctxA.createCompChannel());
@@ -176,6 +218,11 @@ public abstract class AbstractOwnershipTest extends ConformanceTestBase {
         assertVerbsError(Errno.EINVAL, () -> cq.reqNotify(false));
     }
 
+    /**
+     * Should wake thread waiting for CQ event when its CQ and channel are closed.
+     *
+     * @throws Exception when the device fails the test unexpectedly
+     */
     @Test
     public void shouldWakeThreadWaitingForCqEventWhenItsCqAndChannelAreClosed() throws Exception {
         CompletionChannel ch = track(ctxA.createCompChannel());
@@ -199,6 +246,11 @@ public abstract class AbstractOwnershipTest extends ConformanceTestBase {
         assertTrue(!t.isAlive(), "waiter thread ended");
     }
 
+    /**
+     * Should wake thread waiting for async event when context is closed.
+     *
+     * @throws Exception when the device fails the test unexpectedly
+     */
     @Test
     public void shouldWakeThreadWaitingForAsyncEventWhenContextIsClosed() throws Exception {
         Context ctx = fabric.device(0).open();

@@ -42,6 +42,10 @@ import org.rdma4j.verbs.WrOpcode;
  * rdma-core ibv_modify_qp.3), posting versus state (rxe_post_send/rxe_post_recv) and flushing.
  */
 public abstract class AbstractQpStateTest extends ConformanceTestBase {
+    /** Constructor for subclasses. */
+    protected AbstractQpStateTest() {
+    }
+
     private static final int DUMMY_PEER_QPN = 0x42;
     private static final int DUMMY_PEER_PSN = 0x777;
 
@@ -77,6 +81,11 @@ public abstract class AbstractQpStateTest extends ConformanceTestBase {
 
     // ------------------------------------------------------------------ valid path
 
+    /**
+     * Should start in RESET when created.
+     *
+     * @param type the QP type
+     */
     @ParameterizedTest
     @EnumSource(QpType.class)
     public void shouldStartInResetWhenCreated(QpType type) {
@@ -91,6 +100,11 @@ public abstract class AbstractQpStateTest extends ConformanceTestBase {
         assertTrue(e.qp().cap().maxInlineData() >= 64, "granted max_inline_data " + e.qp().cap());
     }
 
+    /**
+     * Should reach RTS when only required attributes are given.
+     *
+     * @param type the QP type
+     */
     @ParameterizedTest
     @EnumSource(QpType.class)
     public void shouldReachRtsWhenOnlyRequiredAttributesAreGiven(QpType type) {
@@ -104,7 +118,7 @@ public abstract class AbstractQpStateTest extends ConformanceTestBase {
         assertEquals(QpState.RTS, e.qp().query().state());
     }
 
-    /** @return (type, target state, omitted required attribute) for every required attribute */
+    /** {@return (type, target state, omitted required attribute) for every required attribute} */
     public static Stream<Arguments> missingRequiredAttribute() {
         List<Arguments> cases = new ArrayList<>();
         for (QpType type : QpType.values()) {
@@ -117,6 +131,13 @@ public abstract class AbstractQpStateTest extends ConformanceTestBase {
         return cases.stream();
     }
 
+    /**
+     * Should reject with EINVAL and keep state when required attribute is missing.
+     *
+     * @param type the QP type
+     * @param to the state it is moved to
+     * @param missing the required attribute left out
+     */
     @ParameterizedTest(name = "{0} -> {1} without {2}")
     @MethodSource("missingRequiredAttribute")
     public void shouldRejectWithEinvalAndKeepStateWhenRequiredAttributeIsMissing(QpType type, QpState to,
@@ -138,6 +159,7 @@ public abstract class AbstractQpStateTest extends ConformanceTestBase {
         assertEquals(from, e.qp().query().state(), "queried state after a refused modify");
     }
 
+    /** Should apply nothing when modify is refused. */
     @Test
     public void shouldApplyNothingWhenModifyIsRefused() {
         Endpoint e = single(QpType.RC);
@@ -151,7 +173,7 @@ public abstract class AbstractQpStateTest extends ConformanceTestBase {
         assertEquals(before, e.qp().query().destQpNum(), "dest_qp_num changed by a refused modify");
     }
 
-    /** @return (type, target state, attribute outside req|opt of that transition) */
+    /** {@return (type, target state, attribute outside req|opt of that transition)} */
     public static Stream<Arguments> attributeNotAllowed() {
         return Stream.of(
                 Arguments.of(QpType.RC, QpState.INIT, QpAttrMask.QKEY),
@@ -169,6 +191,13 @@ public abstract class AbstractQpStateTest extends ConformanceTestBase {
                 Arguments.of(QpType.UD, QpState.RTS, QpAttrMask.RNR_RETRY));
     }
 
+    /**
+     * Should reject with EINVAL when attribute is not allowed on transition.
+     *
+     * @param type the QP type
+     * @param to the state it is moved to
+     * @param extra the attribute the transition does not allow
+     */
     @ParameterizedTest(name = "{0} -> {1} with {2}")
     @MethodSource("attributeNotAllowed")
     public void shouldRejectWithEinvalWhenAttributeIsNotAllowedOnTransition(QpType type, QpState to,
@@ -201,7 +230,7 @@ public abstract class AbstractQpStateTest extends ConformanceTestBase {
         assertEquals(from, e.qp().state(), "state after a refused modify");
     }
 
-    /** @return (type, from, to) transitions the kernel's qp_state_table rejects */
+    /** {@return (type, from, to) transitions the kernel's qp_state_table rejects} */
     public static Stream<Arguments> invalidTransition() {
         List<Arguments> cases = new ArrayList<>();
         for (QpType type : QpType.values()) {
@@ -224,6 +253,13 @@ public abstract class AbstractQpStateTest extends ConformanceTestBase {
         return cases.stream();
     }
 
+    /**
+     * Should reject with EINVAL when transition is invalid.
+     *
+     * @param type the QP type
+     * @param from the state the QP starts in
+     * @param to the state it is moved to
+     */
     @ParameterizedTest(name = "{0}: {1} -> {2}")
     @MethodSource("invalidTransition")
     public void shouldRejectWithEinvalWhenTransitionIsInvalid(QpType type, QpState from, QpState to) {
@@ -233,6 +269,11 @@ public abstract class AbstractQpStateTest extends ConformanceTestBase {
         assertEquals(from, e.qp().state(), "state after a refused " + from + "->" + to);
     }
 
+    /**
+     * Should allow ERR and then RESET and reuse from every active state.
+     *
+     * @param from the state the QP starts in
+     */
     @ParameterizedTest
     @EnumSource(value = QpState.class, names = {"INIT", "RTR", "RTS", "SQD"})
     public void shouldAllowErrAndThenResetAndReuseFromEveryActiveState(QpState from) {
@@ -248,6 +289,11 @@ public abstract class AbstractQpStateTest extends ConformanceTestBase {
         }
     }
 
+    /**
+     * Should allow RESET from any state.
+     *
+     * @param from the state the QP starts in
+     */
     @ParameterizedTest
     @EnumSource(value = QpState.class, names = {"RESET", "INIT", "RTR", "RTS"})
     public void shouldAllowResetFromAnyState(QpState from) {
@@ -257,6 +303,7 @@ public abstract class AbstractQpStateTest extends ConformanceTestBase {
         assertEquals(QpState.RESET, e.qp().state());
     }
 
+    /** Should allow RTS to RTS with optional attributes only. */
     @Test
     public void shouldAllowRtsToRtsWithOptionalAttributesOnly() {
         Endpoint e = single(QpType.RC);
@@ -270,6 +317,7 @@ public abstract class AbstractQpStateTest extends ConformanceTestBase {
         assertEquals(AccessFlag.of(AccessFlag.REMOTE_READ), q.accessFlagSet(), "access after RTS->RTS");
     }
 
+    /** Should reject cur_qp_state outside RTR RTS SQD SQE. */
     @Test
     public void shouldRejectCurStateOutsideRtrRtsSqdSqe() {
         Endpoint e = single(QpType.RC);
@@ -279,6 +327,7 @@ public abstract class AbstractQpStateTest extends ConformanceTestBase {
         assertEquals(QpState.RESET, e.qp().state());
     }
 
+    /** Should enter SQD from RTS. */
     @Test
     public void shouldEnterSqdFromRts() {
         Endpoint e = single(QpType.RC);
@@ -287,6 +336,7 @@ public abstract class AbstractQpStateTest extends ConformanceTestBase {
         assertEquals(QpState.SQD, e.qp().state());
     }
 
+    /** Should return what was set when RC QP is queried. */
     @Test
     public void shouldReturnWhatWasSetWhenRcQpIsQueried() {
         QpConfig cfg = QpConfig.rc().timeout(17).retryCnt(5).rnrRetry(3).minRnrTimer(9).maxRdAtomic(2)
@@ -316,6 +366,7 @@ public abstract class AbstractQpStateTest extends ConformanceTestBase {
         assertEquals(p.local().qp().cap(), q.cap(), "cap");
     }
 
+    /** Should return Q_Key when UD QP is queried. */
     @Test
     public void shouldAcceptOutOfRangeValuesRxeAcceptsAndReportWhatRxeKeeps() {
         // rxe_qp_chk_attr checks neither max_dest_rd_atomic, min_rnr_timer, retry_cnt nor rnr_retry, and
@@ -334,6 +385,7 @@ public abstract class AbstractQpStateTest extends ConformanceTestBase {
         assertEquals(0, wide.maxDestRdAtomic(), "max_dest_rd_atomic 255 -> 256 in a u8");
     }
 
+    /** Should reject values rxe rejects. */
     @Test
     public void shouldRejectValuesRxeRejects() {
         Endpoint e = single(QpType.RC);
@@ -350,6 +402,7 @@ public abstract class AbstractQpStateTest extends ConformanceTestBase {
         }
     }
 
+    /** Should return Q_Key when UD QP is queried. */
     @Test
     public void shouldReturnQkeyWhenUdQpIsQueried() {
         QpPair p = players().ud(QpConfig.ud().qkey(0x1234_5678));
@@ -361,6 +414,11 @@ public abstract class AbstractQpStateTest extends ConformanceTestBase {
 
     // ------------------------------------------------------------------ posting versus state
 
+    /**
+     * Should refuse post send with EINVAL when state is below RTS.
+     *
+     * @param state the QP state
+     */
     @ParameterizedTest
     @EnumSource(value = QpState.class, names = {"RESET", "INIT", "RTR"})
     public void shouldRefusePostSendWithEinvalWhenStateIsBelowRts(QpState state) {
@@ -384,6 +442,7 @@ public abstract class AbstractQpStateTest extends ConformanceTestBase {
         }
     }
 
+    /** Should refuse post receive with EINVAL in RESET and accept it in INIT. */
     @Test
     public void shouldRefusePostRecvWithEinvalInResetAndAcceptItInInit() {
         Endpoint e = single(QpType.RC);
@@ -400,6 +459,7 @@ public abstract class AbstractQpStateTest extends ConformanceTestBase {
         assertNoCompletion(e.recvCq());
     }
 
+    /** Should complete with WR_FLUSH_ERR when posting in ERR. */
     @Test
     public void shouldCompleteWithWrFlushErrWhenPostingInErr() {
         Endpoint e = single(QpType.RC);
@@ -413,6 +473,7 @@ public abstract class AbstractQpStateTest extends ConformanceTestBase {
         assertEquals(e.qpNum(), wc.qpNum(), "qp_num is valid on error completions");
     }
 
+    /** Should flush outstanding receives in order when moved to ERR. */
     @Test
     public void shouldFlushOutstandingReceivesInOrderWhenMovedToErr() {
         Endpoint e = single(QpType.RC);
@@ -430,6 +491,7 @@ public abstract class AbstractQpStateTest extends ConformanceTestBase {
         assertNoCompletion(e.sendCq());
     }
 
+    /** Should flush outstanding sends in order when moved to ERR. */
     @Test
     public void shouldFlushOutstandingSendsInOrderWhenMovedToErr() {
         // rnr_retry 7 and no receive at the peer: the SENDs stay outstanding forever (RNR NAK loop)
@@ -447,6 +509,7 @@ public abstract class AbstractQpStateTest extends ConformanceTestBase {
         assertNoCompletion(p.remote().recvCq());
     }
 
+    /** Should report transport error by completion without async event. */
     @Test
     public void shouldReportTransportErrorByCompletionWithoutAsyncEvent() {
         // An error that a completion reports raises no affiliated async event: rxe_qp_error only moves
@@ -461,6 +524,7 @@ public abstract class AbstractQpStateTest extends ConformanceTestBase {
         assertNoAsyncEvent(ctxA, AsyncEventType.QP_FATAL);
     }
 
+    /** Should not raise QP fatal when application moves QP to ERR. */
     @Test
     public void shouldNotRaiseQpFatalWhenApplicationMovesQpToErr() {
         Endpoint e = single(QpType.RC);
@@ -469,6 +533,7 @@ public abstract class AbstractQpStateTest extends ConformanceTestBase {
         assertNoAsyncEvent(ctxA, AsyncEventType.QP_FATAL);
     }
 
+    /** Should accept unused GID in AV but keep it. */
     @Test
     public void shouldAcceptUnusedGidInAvButKeepIt() {
         // RTR with an AV towards any GID is a local operation: nothing is sent until data is posted.

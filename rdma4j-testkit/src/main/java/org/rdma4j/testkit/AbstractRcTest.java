@@ -42,6 +42,10 @@ import org.rdma4j.verbs.WrOpcode;
  * reference (verbs-dma.md 4, roce-wire.md 4).
  */
 public abstract class AbstractRcTest extends ConformanceTestBase {
+    /** Constructor for subclasses. */
+    protected AbstractRcTest() {
+    }
+
     private static final int BUF = 4096;
 
     /** A connected pair with one all-access MR of {@link #BUF} bytes on each side. */
@@ -79,6 +83,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
 
     // ------------------------------------------------------------------ SEND / RECV
 
+    /** Should gather and scatter when send uses several SGEs on both sides. */
     @Test
     public void shouldGatherAndScatterWhenSendUsesSeveralSgesOnBothSides() {
         Rig r = rig();
@@ -123,6 +128,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertBytes(new byte[80], r.rmr().segment(), 2020, "beyond the message");
     }
 
+    /** Should carry immediate data when send with immediate. */
     @Test
     public void shouldCarryImmediateDataWhenSendWithImm() {
         Rig r = rig();
@@ -137,6 +143,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertEquals(32, wc.byteLen());
     }
 
+    /** Should deliver zero-length send. */
     @Test
     public void shouldDeliverZeroLengthSend() {
         Rig r = rig();
@@ -148,6 +155,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertEquals(0, wc.byteLen());
     }
 
+    /** Should segment messages larger than path MTU. */
     @Test
     public void shouldSegmentMessagesLargerThanPathMtu() {
         Rig r = rig(QpConfig.rc().pathMtu(Mtu.MTU_256));
@@ -162,6 +170,11 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertBytes(data, r.rmr().segment(), 0, "12-packet SEND");
     }
 
+    /**
+     * Should fail with REM_OP_ERR and LOC_QP_OP_ERR when send exceeds receive buffer.
+     *
+     * @param length the case
+     */
     @ParameterizedTest
     @ValueSource(ints = {64, 3000})
     public void shouldFailWithRemOpErrAndLocQpOpErrWhenSendExceedsReceiveBuffer(int length) {
@@ -182,6 +195,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
 
     // ------------------------------------------------------------------ RDMA WRITE / READ
 
+    /** Should write remote memory without consuming a receive. */
     @Test
     public void shouldWriteRemoteMemoryWithoutConsumingAReceive() {
         Rig r = rig();
@@ -196,6 +210,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertNoCompletion(r.remote().recvCq());
     }
 
+    /** Should consume a receive when RDMA WRITE with immediate. */
     @Test
     public void shouldConsumeAReceiveWhenRdmaWriteWithImm() {
         Rig r = rig();
@@ -217,6 +232,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertBytes(new byte[64], r.rmr().segment(), 3000, "receive buffer untouched");
     }
 
+    /** Should read remote memory. */
     @Test
     public void shouldReadRemoteMemory() {
         Rig r = rig();
@@ -233,6 +249,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
 
     // ------------------------------------------------------------------ remote errors
 
+    /** Should fail with REM_ACCESS_ERR and flush the rest when rkey is bad. */
     @Test
     public void shouldFailWithRemAccessErrAndFlushTheRestWhenRkeyIsBad() {
         Rig r = rig();
@@ -253,6 +270,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertBytes(new byte[64], r.rmr().segment(), 0, "nothing written");
     }
 
+    /** Should fail with REM_ACCESS_ERR when remote range exceeds MR. */
     @Test
     public void shouldFailWithRemAccessErrWhenRemoteRangeExceedsMr() {
         Rig r = rig();
@@ -262,6 +280,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertBytes(new byte[32], r.rmr().segment(), BUF - 32, "nothing written");
     }
 
+    /** Should fail with REM_ACCESS_ERR when read range starts before MR. */
     @Test
     public void shouldFailWithRemAccessErrWhenReadRangeStartsBeforeMr() {
         Rig r = rig();
@@ -270,6 +289,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertWc(pollOne(r.local().sendCq()), WcStatus.REM_ACCESS_ERR, 1);
     }
 
+    /** Should fail with REM_ACCESS_ERR when MR lacks remote write. */
     @Test
     public void shouldFailWithRemAccessErrWhenMrLacksRemoteWrite() {
         Rig r = rig();
@@ -278,6 +298,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertWc(pollOne(r.local().sendCq()), WcStatus.REM_ACCESS_ERR, 1);
     }
 
+    /** Should fail with REM_ACCESS_ERR when MR lacks remote atomic. */
     @Test
     public void shouldFailWithRemAccessErrWhenMrLacksRemoteAtomic() {
         Rig r = rig();
@@ -288,6 +309,11 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertEquals(0, getLong(noAtomic.segment(), 0), "remote value untouched");
     }
 
+    /**
+     * Should fail with REM_INV_REQ_ERR when responder QP lacks access flag.
+     *
+     * @param op the operation
+     */
     @ParameterizedTest
     @EnumSource(value = WrOpcode.class, names = {"RDMA_WRITE", "RDMA_READ", "ATOMIC_FETCH_AND_ADD"})
     public void shouldFailWithRemInvReqErrWhenResponderQpLacksAccessFlag(WrOpcode op) {
@@ -316,6 +342,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
 
     // ------------------------------------------------------------------ local errors
 
+    /** Should fail with LOC_QP_OP_ERR when lkey is bad. */
     @Test
     public void shouldFailWithLocQpOpErrWhenLkeyIsBad() {
         Rig r = rig();
@@ -336,6 +363,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertEquals(QpState.RTS, r.remote().qp().state(), "responder");
     }
 
+    /** Should fail with LOC_PROT_ERR when local SGE exceeds MR. */
     @Test
     public void shouldFailWithLocProtErrWhenLocalSgeExceedsMr() {
         Rig r = rig();
@@ -345,6 +373,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertNoCompletion(r.remote().recvCq());
     }
 
+    /** Should fail with LOC_PROT_ERR when read sink lacks local write. */
     @Test
     public void shouldFailWithLocProtErrWhenReadSinkLacksLocalWrite() {
         Rig r = rig();
@@ -356,6 +385,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertBytes(new byte[64], noLocalWrite.segment(), 0, "sink untouched");
     }
 
+    /** Should fail with REM_OP_ERR and LOC_QP_OP_ERR when receive buffer lacks local write. */
     @Test
     public void shouldFailWithRemOpErrAndLocQpOpErrWhenReceiveBufferLacksLocalWrite() {
         Rig r = rig();
@@ -371,6 +401,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
 
     // ------------------------------------------------------------------ atomics
 
+    /** Should swap and return original when compare matches. */
     @Test
     public void shouldSwapAndReturnOriginalWhenCompareMatches() {
         Rig r = rig();
@@ -385,6 +416,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertEquals(0x0123_4567_89AB_CDEFL, getLong(r.rmr().segment(), 64), "swapped");
     }
 
+    /** Should not swap but return current when compare mismatches. */
     @Test
     public void shouldNotSwapButReturnCurrentWhenCompareMismatches() {
         Rig r = rig();
@@ -396,6 +428,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertEquals(9L, getLong(r.rmr().segment(), 0), "not swapped");
     }
 
+    /** Should add and return original when fetch-and-add. */
     @Test
     public void shouldAddAndReturnOriginalWhenFetchAndAdd() {
         Rig r = rig();
@@ -411,6 +444,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertEquals(120L, getLong(r.rmr().segment(), 16), "sum");
     }
 
+    /** Should refuse at post when atomic remote address is misaligned. */
     @Test
     public void shouldRefuseAtPostWhenAtomicRemoteAddressIsMisaligned() {
         Rig r = rig();
@@ -421,6 +455,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertEquals(QpState.RTS, r.local().qp().state(), "a refused post leaves the QP alone");
     }
 
+    /** Should refuse at post when atomic SGE is shorter than eight. */
     @Test
     public void shouldRefuseAtPostWhenAtomicSgeIsShorterThanEight() {
         Rig r = rig();
@@ -432,6 +467,11 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertNoCompletion(r.local().sendCq());
     }
 
+    /**
+     * Should return original value in first eight bytes when atomic SGE is longer.
+     *
+     * @param length the case
+     */
     @ParameterizedTest
     @ValueSource(ints = {12, 16})
     public void shouldReturnOriginalValueInFirstEightBytesWhenAtomicSgeIsLonger(int length) {
@@ -455,6 +495,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
 
     // ------------------------------------------------------------------ inline
 
+    /** Should not check lkey and allow buffer reuse when send is inline. */
     @Test
     public void shouldNotCheckLkeyAndAllowBufferReuseWhenSendIsInline() {
         Rig r = rig();
@@ -473,6 +514,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertBytes(original, r.rmr().segment(), 0, "data as it was at post time");
     }
 
+    /** Should write inline data. */
     @Test
     public void shouldWriteInlineData() {
         Rig r = rig();
@@ -485,6 +527,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertBytes(original, r.rmr().segment(), 0, "inline RDMA WRITE");
     }
 
+    /** Should refuse at post when inline data exceeds max_inline_data. */
     @Test
     public void shouldRefuseAtPostWhenInlineDataExceedsMaxInline() {
         Rig r = rig();
@@ -498,6 +541,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
 
     // ------------------------------------------------------------------ signaling
 
+    /** Should complete only signaled WRs when others succeed unsignaled. */
     @Test
     public void shouldCompleteOnlySignaledWrsWhenOthersSucceedUnsignaled() {
         Rig r = rig();
@@ -516,6 +560,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertNoCompletion(r.local().sendCq());
     }
 
+    /** Should complete unsignaled WR when it fails. */
     @Test
     public void shouldCompleteUnsignaledWrWhenItFails() {
         Rig r = rig();
@@ -525,6 +570,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertWc(pollOne(r.local().sendCq()), WcStatus.REM_ACCESS_ERR, 1);
     }
 
+    /** Should complete every WR when sq_sig_all. */
     @Test
     public void shouldCompleteEveryWrWhenSqSigAll() {
         Rig r = rig(QpConfig.rc().sqSigAll(true));
@@ -539,6 +585,11 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
 
     // ------------------------------------------------------------------ RNR
 
+    /**
+     * Should fail with RNR_RETRY_EXC_ERR when no receive is posted and retries run out.
+     *
+     * @param rnrRetry the case
+     */
     @ParameterizedTest(name = "rnr_retry={0}")
     @ValueSource(ints = {0, 1, 2, 3, 4, 5, 6})
     public void shouldFailWithRnrRetryExcErrWhenNoReceiveIsPostedAndRetriesRunOut(int rnrRetry) {
@@ -557,6 +608,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertEquals(QpState.RTS, r.remote().qp().state(), "responder");
     }
 
+    /** Should retry forever when rnr_retry is seven and succeed once a receive is posted. */
     @Test
     public void shouldRetryForeverWhenRnrRetryIsSevenAndSucceedOnceAReceiveIsPosted() {
         Rig r = rig(QpConfig.rc().rnrRetry(7).minRnrTimer(12));
@@ -575,6 +627,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertBytes(data, r.rmr().segment(), 0, "delivered after RNR retries");
     }
 
+    /** Should use low five bits of min RNR timer above thirty one. */
     @Test
     public void shouldUseLowFiveBitsOfMinRnrTimerAboveThirtyOne() {
         // rxe accepts min_rnr_timer 32 (rxe_qp_chk_attr does not check it) and puts its low five bits in the
@@ -589,6 +642,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertWc(a.completions().getFirst(), WcStatus.RNR_RETRY_EXC_ERR, 1);
     }
 
+    /** Should refuse reads and atomics when max dest rd atomic was above 128. */
     @Test
     public void shouldRefuseReadsAndAtomicsWhenMaxDestRdAtomicWasAbove128() {
         // rxe accepts max_dest_rd_atomic 129..255 (rxe_qp_chk_attr does not check it), rounds it up to 256 and
@@ -608,6 +662,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
 
     // ------------------------------------------------------------------ transport retries
 
+    /** Should retry forever when retry cnt is above seven. */
     @Test
     public void shouldRetryForeverWhenRetryCntIsAboveSeven() {
         // rxe accepts retry_cnt 8 and counts down only while it is not 7 (rxe_comp.c): 8 becomes 7 after the
@@ -620,6 +675,11 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertEquals(QpState.RTS, r.local().qp().state(), "requester keeps retrying");
     }
 
+    /**
+     * Should fail with RETRY_EXC_ERR when peer QP is in RESET.
+     *
+     * @param retryCnt the case
+     */
     @ParameterizedTest(name = "retry_cnt={0}")
     @ValueSource(ints = {0, 1, 3, 6})
     public void shouldFailWithRetryExcErrWhenPeerQpIsInReset(int retryCnt) {
@@ -628,6 +688,11 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         expectRetryExhaustion(r, retryCnt, 10);
     }
 
+    /**
+     * Should fail with RETRY_EXC_ERR when peer QP is destroyed.
+     *
+     * @throws Exception when the device fails the test unexpectedly
+     */
     @Test
     public void shouldFailWithRetryExcErrWhenPeerQpIsDestroyed() throws Exception {
         Rig r = rig(QpConfig.rc().retryCnt(2).timeout(10));
@@ -651,6 +716,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertEquals(QpState.ERR, r.local().qp().state(), "requester");
     }
 
+    /** Should not retransmit or fail while clock stands still. */
     @Test
     public void shouldNotRetransmitOrFailWhileClockStandsStill() {
         org.junit.jupiter.api.Assumptions.assumeFalse(fabric.realTimeTimers(),
@@ -665,6 +731,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
 
     // ------------------------------------------------------------------ ordering
 
+    /** Should make earlier write visible when later send completes at receiver. */
     @Test
     public void shouldMakeEarlierWriteVisibleWhenLaterSendCompletesAtReceiver() {
         Rig r = rig();
@@ -678,6 +745,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertWc(pollOne(r.local().sendCq()), WcStatus.SUCCESS, 2);
     }
 
+    /** Should send read result when send is fenced behind read. */
     @Test
     public void shouldSendReadResultWhenSendIsFencedBehindRead() {
         Rig r = rig();
@@ -698,6 +766,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertBytes(remoteData, r.rmr().segment(), 2048, "fenced SEND carried the READ result");
     }
 
+    /** Should complete in post order when opcodes are mixed. */
     @Test
     public void shouldCompleteInPostOrderWhenOpcodesAreMixed() {
         Rig r = rig();
@@ -728,6 +797,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
 
     // ------------------------------------------------------------------ CQ overrun
 
+    /** Should raise CQ_ERR when send CQ overruns. */
     @Test
     public void shouldRaiseCqErrWhenSendCqOverruns() {
         Rig r = rig(QpConfig.rc().sendCqSize(4));
@@ -746,6 +816,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertNoAsyncEvent(ctxA, AsyncEventType.QP_FATAL);
     }
 
+    /** Should not acknowledge send whose receive completion is lost to full CQ. */
     @Test
     public void shouldNotAcknowledgeSendWhoseReceiveCompletionIsLostToFullCq() {
         Rig r = rig(QpConfig.rc().recvCqSize(2).retryCnt(2).timeout(10));
@@ -794,6 +865,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         return new Rig(p, regAll(p.local().pd(), BUF), regAll(p.remote().pd(), BUF));
     }
 
+    /** Should deliver one CQ event when armed CQ gets completions. */
     @Test
     public void shouldDeliverOneCqEventWhenArmedCqGetsCompletions() {
         Rig r = channelRig();
@@ -811,6 +883,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertNull(r.remote().recvChannel().getCqEvent(quietWindow()), "event without re-arming");
     }
 
+    /** Should fire solicited-only arm only for solicited sends. */
     @Test
     public void shouldFireSolicitedOnlyArmOnlyForSolicitedSends() {
         Rig r = channelRig();
@@ -828,6 +901,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         assertWc(pollOne(cq), WcStatus.SUCCESS, 2);
     }
 
+    /** Should return null from ibv_get_cq_event when nothing happens. */
     @Test
     public void shouldReturnNullFromGetCqEventWhenNothingHappens() {
         Rig r = channelRig();

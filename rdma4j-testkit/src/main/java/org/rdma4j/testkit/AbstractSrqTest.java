@@ -23,6 +23,10 @@ import org.rdma4j.verbs.WrOpcode;
  * (verbs-dma.md 4.7, rxe get_srq_wqe).
  */
 public abstract class AbstractSrqTest extends ConformanceTestBase {
+    /** Constructor for subclasses. */
+    protected AbstractSrqTest() {
+    }
+
     private static final int SRQ_DEPTH = 16;
 
     /** Two RC pairs whose device-1 sides share {@link #srq}. */
@@ -54,6 +58,7 @@ public abstract class AbstractSrqTest extends ConformanceTestBase {
         return pollOne(p.remote().recvCq());
     }
 
+    /** Should serve two QPs from one SRQ in post order. */
     @Test
     public void shouldServeTwoQpsFromOneSrqInPostOrder() {
         Rig r = rig();
@@ -73,6 +78,7 @@ public abstract class AbstractSrqTest extends ConformanceTestBase {
         assertEquals(16, d.byteLen());
     }
 
+    /** Should fail with RNR_RETRY_EXC_ERR when SRQ is empty. */
     @Test
     public void shouldFailWithRnrRetryExcErrWhenSrqIsEmpty() {
         Rig r = rig();
@@ -82,6 +88,7 @@ public abstract class AbstractSrqTest extends ConformanceTestBase {
         assertNoCompletion(r.p1().remote().recvCq());
     }
 
+    /** Should fire limit event once when count drops below limit and require rearming. */
     @Test
     public void shouldFireLimitEventOnceWhenCountDropsBelowLimitAndRequireRearming() {
         Rig r = rig();
@@ -110,6 +117,7 @@ public abstract class AbstractSrqTest extends ConformanceTestBase {
         assertSame(r.srq(), awaitAsyncEvent(ctxB, AsyncEventType.SRQ_LIMIT_REACHED).srq(), "re-armed event");
     }
 
+    /** Should reject limit above max_wr. */
     @Test
     public void shouldRejectLimitAboveMaxWr() {
         Rig r = rig();
@@ -117,6 +125,11 @@ public abstract class AbstractSrqTest extends ConformanceTestBase {
         assertEquals(0, r.srq().limit(), "limit after a refused arm");
     }
 
+    /**
+     * Should fail SRQ close with EBUSY while QPs are attached.
+     *
+     * @throws Exception when the device fails the test unexpectedly
+     */
     @Test
     public void shouldFailSrqCloseWithEbusyWhileQpsAreAttached() throws Exception {
         Rig r = rig();
@@ -127,6 +140,7 @@ public abstract class AbstractSrqTest extends ConformanceTestBase {
         release(r.srq());
     }
 
+    /** Should raise LAST_WQE_REACHED and keep shared receives when one QP fails. */
     @Test
     public void shouldRaiseLastWqeReachedAndKeepSharedReceivesWhenOneQpFails() {
         Rig r = rig();

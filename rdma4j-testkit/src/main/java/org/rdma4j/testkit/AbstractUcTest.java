@@ -21,6 +21,10 @@ import org.rdma4j.verbs.WrOpcode;
  * message silently (rxe_resp.c check_resource: UC/UD drop, no RNR NAK).
  */
 public abstract class AbstractUcTest extends ConformanceTestBase {
+    /** Constructor for subclasses. */
+    protected AbstractUcTest() {
+    }
+
     private static final int BUF = 4096;
 
     private record Rig(QpPair p, MemoryRegion lmr, MemoryRegion rmr) {
@@ -31,6 +35,7 @@ public abstract class AbstractUcTest extends ConformanceTestBase {
         return new Rig(p, regAll(p.local().pd(), BUF), regAll(p.remote().pd(), BUF));
     }
 
+    /** Should deliver send with immediate over UC. */
     @Test
     public void shouldDeliverSendWithImmOverUc() {
         Rig r = rig(QpConfig.uc());
@@ -50,6 +55,7 @@ public abstract class AbstractUcTest extends ConformanceTestBase {
         assertBytes(data, r.rmr().segment(), 0, "UC SEND payload");
     }
 
+    /** Should deliver multi-packet send over UC. */
     @Test
     public void shouldDeliverMultiPacketSendOverUc() {
         Rig r = rig(QpConfig.uc().pathMtu(Mtu.MTU_256));
@@ -64,6 +70,7 @@ public abstract class AbstractUcTest extends ConformanceTestBase {
         assertBytes(data, r.rmr().segment(), 0, "UC multi-packet SEND payload");
     }
 
+    /** Should write and write with immediate over UC. */
     @Test
     public void shouldWriteAndWriteWithImmOverUc() {
         Rig r = rig(QpConfig.uc());
@@ -83,6 +90,7 @@ public abstract class AbstractUcTest extends ConformanceTestBase {
         assertBytes(data, r.rmr().segment(), 0, "UC WRITE payload");
     }
 
+    /** Should drop silently when no receive is posted and deliver the next message. */
     @Test
     public void shouldDropSilentlyWhenNoReceiveIsPostedAndDeliverTheNextMessage() {
         Rig r = rig(QpConfig.uc());
@@ -103,6 +111,7 @@ public abstract class AbstractUcTest extends ConformanceTestBase {
         assertBytes(second, r.rmr().segment(), 0, "second message");
     }
 
+    /** Should drop write silently when responder QP lacks remote write. */
     @Test
     public void shouldDropWriteSilentlyWhenResponderQpLacksRemoteWrite() {
         QpPair p = players().connected(QpConfig.uc(), QpConfig.uc().accessFlags(AccessFlag.of()).sqPsn(0x4000));
@@ -117,6 +126,7 @@ public abstract class AbstractUcTest extends ConformanceTestBase {
         assertEquals(QpState.RTS, p.remote().qp().state());
     }
 
+    /** Should refuse read and atomics at post on UC. */
     @Test
     public void shouldFailReadAndAtomicsOnUcWithLocQpOpErrAfterPost() {
         Rig r = rig(QpConfig.uc());
@@ -133,6 +143,7 @@ public abstract class AbstractUcTest extends ConformanceTestBase {
         assertEquals(QpState.RTS, r.p().remote().qp().state(), "responder: nothing was sent");
     }
 
+    /** Should fail with LOC_QP_OP_ERR when send exceeds receive buffer over UC. */
     @Test
     public void shouldFailWithLocQpOpErrWhenSendExceedsReceiveBufferOverUc() {
         Rig r = rig(QpConfig.uc());

@@ -22,6 +22,10 @@ import org.rdma4j.verbs.WrOpcode;
 
 /** Unreliable datagram: GRH area, Q_Keys, MTU limit and address handles (verbs-dma.md 4.8). */
 public abstract class AbstractUdTest extends ConformanceTestBase {
+    /** Constructor for subclasses. */
+    protected AbstractUdTest() {
+    }
+
     private static final int GRH = 40;
     private static final int BUF = 8192;
 
@@ -37,6 +41,7 @@ public abstract class AbstractUdTest extends ConformanceTestBase {
                 regAll(p.remote().pd(), BUF));
     }
 
+    /** Should place grh area before payload when UD send is received. */
     @Test
     public void shouldPlaceGrhAreaBeforePayloadWhenUdSendIsReceived() {
         Rig r = rig(QpConfig.ud());
@@ -58,6 +63,7 @@ public abstract class AbstractUdTest extends ConformanceTestBase {
         assertBytes(data, r.rmr().segment(), GRH, "payload after the GRH area");
     }
 
+    /** Should carry immediate data over UD. */
     @Test
     public void shouldCarryImmediateDataOverUd() {
         Rig r = rig(QpConfig.ud());
@@ -72,6 +78,7 @@ public abstract class AbstractUdTest extends ConformanceTestBase {
         assertEquals(GRH + 16, wc.byteLen());
     }
 
+    /** Should drop silently when Q_Key mismatches. */
     @Test
     public void shouldDropSilentlyWhenQkeyMismatches() {
         Rig r = rig(QpConfig.ud());
@@ -87,6 +94,7 @@ public abstract class AbstractUdTest extends ConformanceTestBase {
         assertEquals(GRH + 30, wc.byteLen(), "the receive got the matching message");
     }
 
+    /** Should send own Q_Key when remote Q_Key has high bit set. */
     @Test
     public void shouldSendRemoteQkeyUnchangedWhenItsHighBitIsSet() {
         Rig r = rig(QpConfig.ud());
@@ -110,6 +118,7 @@ public abstract class AbstractUdTest extends ConformanceTestBase {
         assertWc(pollOne(r.p().remote().recvCq()), WcStatus.SUCCESS, 9);
     }
 
+    /** Should fail with LOC_QP_OP_ERR when message exceeds receive buffer. */
     @Test
     public void shouldFailWithLocQpOpErrWhenMessageExceedsReceiveBuffer() {
         Rig r = rig(QpConfig.ud());
@@ -125,6 +134,7 @@ public abstract class AbstractUdTest extends ConformanceTestBase {
         assertEquals(QpState.ERR, r.p().remote().qp().state(), "receiver");
     }
 
+    /** Should complete with success but send nothing when message exceeds MTU. */
     @Test
     public void shouldCompleteWithSuccessButSendNothingWhenMessageExceedsMtu() {
         Rig r = rig(QpConfig.ud());
@@ -143,6 +153,7 @@ public abstract class AbstractUdTest extends ConformanceTestBase {
         assertEquals(GRH + mtu, wc.byteLen(), "a message of exactly one MTU is delivered");
     }
 
+    /** Should refuse at post when AH belongs to another PD. */
     @Test
     public void shouldRefuseAtPostWhenAhBelongsToAnotherPd() {
         Rig r = rig(QpConfig.ud());
@@ -156,6 +167,7 @@ public abstract class AbstractUdTest extends ConformanceTestBase {
         assertNoCompletion(r.p().remote().recvCq());
     }
 
+    /** Should refuse rdma opcodes at post on UD. */
     @Test
     public void shouldFailRdmaOpcodesOnUdWithLocQpOpErrAfterPost() {
         Rig r = rig(QpConfig.ud());
@@ -171,6 +183,7 @@ public abstract class AbstractUdTest extends ConformanceTestBase {
         assertEquals(QpState.ERR, r.p().local().qp().state());
     }
 
+    /** Should reach both peers from one QP with two address handles. */
     @Test
     public void shouldReachBothPeersFromOneQpWithTwoAddressHandles() {
         // one UD QP on device 0 talks to a UD QP on device 1 and to another UD QP on device 0 itself

@@ -15,21 +15,23 @@ import org.rdma4j.verbs.cm.RdmaCm;
  */
 public interface CmFabric extends AutoCloseable {
     /**
+     * {@return the host's CM (the providers of that host)}
+     *
      * @param host 0 or 1
-     * @return the host's CM (the providers of that host)
      */
     RdmaCm cm(int host);
 
     /**
+     * {@return an address of the host's device that the other host reaches}
+     *
      * @param host 0 or 1
-     * @return an address of the host's device that the other host reaches
      */
     InetAddress address(int host);
 
-    /** @return the clock of the CMs' timers (MAD retransmissions, TIMEWAIT) */
+    /** {@return the clock of the CMs' timers (MAD retransmissions, TIMEWAIT)} */
     ManualClock clock();
 
-    /** @return whether the CMs' timers follow {@link #clock()} */
+    /** {@return whether the CMs' timers follow {@link #clock()}} */
     default boolean manualTimers() {
         return true;
     }
@@ -63,7 +65,7 @@ public interface CmFabric extends AutoCloseable {
         return -1;
     }
 
-    /** @return a new arena for test buffers (memory the devices can reach) */
+    /** {@return a new arena for test buffers (memory the devices can reach)} */
     default Arena bufferArena() {
         return Arena.ofShared();
     }

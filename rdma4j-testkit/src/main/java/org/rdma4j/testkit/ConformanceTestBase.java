@@ -57,6 +57,10 @@ import org.rdma4j.verbs.WrOpcode;
  * <p>Subclass per device and implement {@link #createFabric}.
  */
 public abstract class ConformanceTestBase {
+    /** Constructor for subclasses. */
+    protected ConformanceTestBase() {
+    }
+
     /** How long to wait for a completion that must come. */
     protected static final Duration POLL_TIMEOUT = Duration.ofSeconds(5);
     /** Upper bound on spin iterations of one wait, whatever the wall clock says. */
@@ -78,8 +82,9 @@ public abstract class ConformanceTestBase {
     private Players players;
 
     /**
+     * {@return a fresh fabric with at least two devices}
+     *
      * @param clock the clock every timer of the fabric's devices must use
-     * @return a fresh fabric with at least two devices
      */
     protected abstract Fabric createFabric(ManualClock clock);
 
@@ -179,7 +184,7 @@ public abstract class ConformanceTestBase {
         return fabric.device(0).transportType() == org.rdma4j.verbs.TransportType.IWARP;
     }
 
-    /** @return the pair builders */
+    /** {@return the pair builders} */
     protected Players players() {
         return players;
     }
@@ -209,7 +214,11 @@ public abstract class ConformanceTestBase {
         untrack(resource);
     }
 
-    /** @param resource a tracked resource the test has closed itself */
+    /**
+     * Stops tracking a resource.
+     *
+     * @param resource a tracked resource the test has closed itself
+     */
     protected void untrack(AutoCloseable resource) {
         if (trackedSet.remove(resource)) {
             tracked.removeIf(r -> r == resource);
@@ -217,27 +226,30 @@ public abstract class ConformanceTestBase {
     }
 
     /**
+     * {@return zeroed native memory, 64-byte aligned, alive until the end of the test}
+     *
      * @param bytes size
-     * @return zeroed native memory, 64-byte aligned, alive until the end of the test
      */
     protected MemorySegment alloc(long bytes) {
         return arena.allocate(bytes, 64);
     }
 
     /**
+     * {@return a tracked MR}
+     *
      * @param pd      the PD
      * @param segment native memory
      * @param access  access flags
-     * @return a tracked MR
      */
     protected MemoryRegion reg(ProtectionDomain pd, MemorySegment segment, AccessFlag... access) {
         return track(pd.regMr(segment, AccessFlag.of(access)));
     }
 
     /**
+     * {@return a tracked MR over fresh memory with every access flag}
+     *
      * @param pd    the PD
      * @param bytes size
-     * @return a tracked MR over fresh memory with every access flag
      */
     protected MemoryRegion regAll(ProtectionDomain pd, long bytes) {
         return track(pd.regMr(alloc(bytes), EnumSet.allOf(AccessFlag.class)));
@@ -246,9 +258,10 @@ public abstract class ConformanceTestBase {
     // ------------------------------------------------------------------ data
 
     /**
+     * {@return a recognisable byte pattern}
+     *
      * @param length bytes
      * @param seed   distinguishes patterns
-     * @return a recognisable byte pattern
      */
     protected static byte[] pattern(int length, int seed) {
         byte[] b = new byte[length];
@@ -258,19 +271,38 @@ public abstract class ConformanceTestBase {
         return b;
     }
 
-    /** @param seg memory @param offset where @param data what */
+    /**
+     * Copies bytes into memory.
+     *
+     * @param seg memory
+     * @param offset where
+     * @param data what
+     */
     protected static void write(MemorySegment seg, long offset, byte[] data) {
         MemorySegment.copy(data, 0, seg, ValueLayout.JAVA_BYTE, offset, data.length);
     }
 
-    /** @param seg memory @param offset where @param length how much @return a copy */
+    /**
+     * {@return a copy}
+     *
+     * @param seg memory
+     * @param offset where
+     * @param length how much
+     */
     protected static byte[] read(MemorySegment seg, long offset, int length) {
         byte[] b = new byte[length];
         MemorySegment.copy(seg, ValueLayout.JAVA_BYTE, offset, b, 0, length);
         return b;
     }
 
-    /** @param expected bytes @param seg memory @param offset where @param what description */
+    /**
+     * Asserts that memory holds the expected bytes.
+     *
+     * @param expected bytes
+     * @param seg memory
+     * @param offset where
+     * @param what description
+     */
     protected static void assertBytes(byte[] expected, MemorySegment seg, long offset, String what) {
         assertArrayEquals(expected, read(seg, offset, expected.length), what);
     }
@@ -278,39 +310,62 @@ public abstract class ConformanceTestBase {
     // ------------------------------------------------------------------ posting
 
     /**
+     * {@return a one-SGE receive request}
+     *
      * @param wrId   id
      * @param mr     receive buffer's MR
      * @param offset offset in the MR
      * @param length bytes
-     * @return a one-SGE receive request
      */
     protected static RecvWorkRequest recvWr(long wrId, MemoryRegion mr, long offset, int length) {
         return new RecvWorkRequest().wrId(wrId).singleSge(mr.address() + offset, length, mr.lkey());
     }
 
-    /** Posts a receive and asserts it was accepted. @param qp QP @param wr request */
+    /**
+     * Posts a receive and asserts it was accepted.
+     *
+     * @param qp QP
+     * @param wr request
+     */
     protected static void postRecv(QueuePair qp, RecvWorkRequest wr) {
         assertTrue(qp.postRecv(wr), () -> "postRecv(" + wr + ") refused: " + wr.postError());
     }
 
-    /** Posts a one-SGE receive. @param qp QP @param wrId id @param mr MR @param offset offset @param length bytes */
+    /**
+     * Posts a one-SGE receive.
+     *
+     * @param qp QP
+     * @param wrId id
+     * @param mr MR
+     * @param offset offset
+     * @param length bytes
+     */
     protected static void postRecv(QueuePair qp, long wrId, MemoryRegion mr, long offset, int length) {
         postRecv(qp, recvWr(wrId, mr, offset, length));
     }
 
-    /** Posts a one-SGE receive to an SRQ. @param srq SRQ @param wrId id @param mr MR @param offset offset @param length bytes */
+    /**
+     * Posts a one-SGE receive to an SRQ.
+     *
+     * @param srq SRQ
+     * @param wrId id
+     * @param mr MR
+     * @param offset offset
+     * @param length bytes
+     */
     protected static void postSrqRecv(SharedReceiveQueue srq, long wrId, MemoryRegion mr, long offset, int length) {
         RecvWorkRequest wr = recvWr(wrId, mr, offset, length);
         assertTrue(srq.postRecv(wr), () -> "srq postRecv(" + wr + ") refused: " + wr.postError());
     }
 
     /**
+     * {@return a SIGNALED one-SGE send request}
+     *
      * @param wrId   id
      * @param opcode operation
      * @param mr     local MR
      * @param offset offset in it
      * @param length bytes
-     * @return a SIGNALED one-SGE send request
      */
     protected static SendWorkRequest sendWr(long wrId, WrOpcode opcode, MemoryRegion mr, long offset, int length) {
         return new SendWorkRequest().wrId(wrId).opcode(opcode).sendFlags(SendFlags.SIGNALED)
@@ -318,19 +373,25 @@ public abstract class ConformanceTestBase {
     }
 
     /**
+     * {@return a SIGNALED RDMA request}
+     *
      * @param wrId   id
      * @param opcode RDMA_WRITE(_WITH_IMM) or RDMA_READ
      * @param local  local MR
      * @param remote remote MR
      * @param length bytes, from offset 0 of both
-     * @return a SIGNALED RDMA request
      */
     protected static SendWorkRequest rdmaWr(long wrId, WrOpcode opcode, MemoryRegion local, MemoryRegion remote,
                                             int length) {
         return sendWr(wrId, opcode, local, 0, length).remoteAddr(remote.address()).rkey(remote.rkey());
     }
 
-    /** Posts a send and asserts it was accepted. @param qp QP @param wr request */
+    /**
+     * Posts a send and asserts it was accepted.
+     *
+     * @param qp QP
+     * @param wr request
+     */
     protected static void postSend(QueuePair qp, SendWorkRequest wr) {
         assertTrue(qp.postSend(wr), () -> "postSend(" + wr + ") refused: " + wr.postError());
     }
@@ -407,7 +468,11 @@ public abstract class ConformanceTestBase {
         }
     }
 
-    /** @param cq the CQ @return the next completion, waiting up to {@link #POLL_TIMEOUT} */
+    /**
+     * {@return the next completion, waiting up to {@link #POLL_TIMEOUT}}
+     *
+     * @param cq the CQ
+     */
     protected WorkCompletion pollOne(CompletionQueue cq) {
         return pollUntil(cq, 1).getFirst();
     }

@@ -26,12 +26,12 @@ import org.rdma4j.verbs.SharedReceiveQueue;
 public record Endpoint(Context ctx, ProtectionDomain pd, CompletionQueue sendCq, CompletionQueue recvCq,
                        CompletionChannel sendChannel, CompletionChannel recvChannel, SharedReceiveQueue srq,
                        QueuePair qp, QpConfig config) {
-    /** @return the GID (port 1, index 0) peers address this endpoint with */
+    /** {@return the GID (port 1, index 0) peers address this endpoint with} */
     public Gid gid() {
         return ctx.queryGid(1, 0);
     }
 
-    /** @return the QP number */
+    /** {@return the QP number} */
     public int qpNum() {
         return qp.qpNum();
     }

@@ -13,12 +13,13 @@ import org.rdma4j.verbs.Device;
  */
 public interface Fabric extends AutoCloseable {
     /**
+     * {@return the device}
+     *
      * @param index 0-based device index, below {@link #deviceCount()}
-     * @return the device
      */
     Device device(int index);
 
-    /** @return how many devices the fabric has (at least 2) */
+    /** {@return how many devices the fabric has (at least 2)} */
     int deviceCount();
 
     /**
@@ -58,7 +59,7 @@ public interface Fabric extends AutoCloseable {
         return () -> { };
     }
 
-    /** @return the clock that drives all protocol timers of the fabric's devices */
+    /** {@return the clock that drives all protocol timers of the fabric's devices} */
     ManualClock clock();
 
     /**

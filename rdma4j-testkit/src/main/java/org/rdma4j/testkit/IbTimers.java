@@ -15,8 +15,9 @@ public final class IbTimers {
     }
 
     /**
+     * {@return the RNR NAK delay in nanoseconds (IBA table 45)}
+     *
      * @param code RNR timer code 0..31 (min_rnr_timer)
-     * @return the RNR NAK delay in nanoseconds (IBA table 45)
      */
     public static long rnrTimerNs(int code) {
         if (code < 0 || code > 31) {
@@ -26,8 +27,9 @@ public final class IbTimers {
     }
 
     /**
+     * {@return 4.096 µs · 2^timeout in nanoseconds (rxe: {@code 4096 << timeout} ns)}
+     *
      * @param timeout local ACK timeout exponent 1..31
-     * @return 4.096 µs · 2^timeout in nanoseconds (rxe: {@code 4096 << timeout} ns)
      */
     public static long ackTimeoutNs(int timeout) {
         if (timeout < 1 || timeout > 31) {

@@ -67,20 +67,29 @@ public final class Players {
         return new Endpoint(ctx, pd, sendCq, recvCq, sendChannel, recvChannel, srq, qp, cfg);
     }
 
-    /** @param cfg parameters of both sides @return a connected RC pair in RTS */
+    /**
+     * {@return a connected RC pair in RTS}
+     *
+     * @param cfg parameters of both sides
+     */
     public QpPair rc(QpConfig cfg) {
         return connected(cfg.copy().type(QpType.RC), cfg.copy().type(QpType.RC).sqPsn(cfg.sqPsn() + 0x1000));
     }
 
-    /** @param cfg parameters of both sides @return a connected UC pair in RTS */
+    /**
+     * {@return a connected UC pair in RTS}
+     *
+     * @param cfg parameters of both sides
+     */
     public QpPair uc(QpConfig cfg) {
         return connected(cfg.copy().type(QpType.UC), cfg.copy().type(QpType.UC).sqPsn(cfg.sqPsn() + 0x1000));
     }
 
     /**
+     * {@return the two QPs connected to each other, in RTS}
+     *
      * @param local  parameters of the side on device 0
      * @param remote parameters of the side on device 1 (same type)
-     * @return the two QPs connected to each other, in RTS
      */
     public QpPair connected(QpConfig local, QpConfig remote) {
         if (local.type() != remote.type() || local.type() == QpType.UD) {
@@ -109,8 +118,9 @@ public final class Players {
     }
 
     /**
+     * {@return two UD QPs in RTS; build address handles with {@link #ah}}
+     *
      * @param cfg parameters for both sides (UD)
-     * @return two UD QPs in RTS; build address handles with {@link #ah}
      */
     public QpPair ud(QpConfig cfg) {
         Endpoint a = endpoint(base.ctxA, cfg.copy().type(QpType.UD));
@@ -124,27 +134,30 @@ public final class Players {
     }
 
     /**
+     * {@return a tracked address handle towards {@code to}}
+     *
      * @param from the sender (its PD owns the AH)
      * @param to   the destination
-     * @return a tracked address handle towards {@code to}
      */
     public AddressHandle ah(Endpoint from, Endpoint to) {
         return base.track(from.pd().createAh(av(to.gid())));
     }
 
     /**
+     * {@return the address vector the players use: global, sgid_index 0, port 1, hop limit 64}
+     *
      * @param dgid destination GID
-     * @return the address vector the players use: global, sgid_index 0, port 1, hop limit 64
      */
     public static AhAttributes av(Gid dgid) {
         return new AhAttributes().dgid(dgid).sgidIndex(0).portNum(1).hopLimit(64).global(true);
     }
 
     /**
+     * {@return the attributes verbs-dma.md 4.3 requires on that transition (besides STATE)}
+     *
      * @param type QP type
      * @param to   target state of the transition from its predecessor on the normal path
      *             (INIT from RESET, RTR from INIT, RTS from RTR)
-     * @return the attributes verbs-dma.md 4.3 requires on that transition (besides STATE)
      */
     public static Set<QpAttrMask> required(QpType type, QpState to) {
         return switch (to) {
@@ -166,9 +179,10 @@ public final class Players {
     }
 
     /**
+     * {@return RESET→INIT attributes}
+     *
      * @param cfg  parameters
      * @param omit required attributes to leave out (to test that they are required)
-     * @return RESET→INIT attributes
      */
     public static QpAttributes initAttrs(QpConfig cfg, Set<QpAttrMask> omit) {
         QpAttributes a = new QpAttributes().state(QpState.INIT);
@@ -187,12 +201,13 @@ public final class Players {
     }
 
     /**
+     * {@return INIT→RTR attributes}
+     *
      * @param cfg      parameters
      * @param peerGid  the peer's GID (ignored for UD)
      * @param destQpn  the peer's QP number (ignored for UD)
      * @param rqPsn    the peer's send PSN (ignored for UD)
      * @param omit     required attributes to leave out
-     * @return INIT→RTR attributes
      */
     public static QpAttributes rtrAttrs(QpConfig cfg, Gid peerGid, int destQpn, int rqPsn, Set<QpAttrMask> omit) {
         QpAttributes a = new QpAttributes().state(QpState.RTR);
@@ -213,9 +228,10 @@ public final class Players {
     }
 
     /**
+     * {@return RTR→RTS attributes}
+     *
      * @param cfg  parameters
      * @param omit required attributes to leave out
-     * @return RTR→RTS attributes
      */
     public static QpAttributes rtsAttrs(QpConfig cfg, Set<QpAttrMask> omit) {
         QpAttributes a = new QpAttributes().state(QpState.RTS);

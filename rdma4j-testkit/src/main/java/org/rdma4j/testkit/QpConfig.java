@@ -17,6 +17,10 @@ import org.rdma4j.verbs.SharedReceiveQueue;
  * access flags allow everything and max_rd_atomic is 4. Mutable builder; not thread-safe.
  */
 public final class QpConfig {
+    /** Creates a {@code QpConfig}. */
+    public QpConfig() {
+    }
+
     /** The Q_Key UD pairs use by default (ibv_ud_pingpong's). */
     public static final int DEFAULT_QKEY = 0x11111111;
 
@@ -47,22 +51,22 @@ public final class QpConfig {
     private int qkey = DEFAULT_QKEY;
     private int sqPsn = 0x00_1000;
 
-    /** @return a config with the defaults */
+    /** {@return a config with the defaults} */
     public static QpConfig rc() {
         return new QpConfig();
     }
 
-    /** @return a UC config with the defaults */
+    /** {@return a UC config with the defaults} */
     public static QpConfig uc() {
         return new QpConfig().type(QpType.UC);
     }
 
-    /** @return a UD config with the defaults */
+    /** {@return a UD config with the defaults} */
     public static QpConfig ud() {
         return new QpConfig().type(QpType.UD);
     }
 
-    /** @return a copy */
+    /** {@return a copy} */
     public QpConfig copy() {
         QpConfig c = new QpConfig();
         c.type = type;
@@ -93,276 +97,401 @@ public final class QpConfig {
         return c;
     }
 
-    /** @return QP type */
+    /** {@return QP type} */
     public QpType type() {
         return type;
     }
 
-    /** @param v QP type @return this */
+    /**
+     * Sets QP type.
+     *
+     * @param v QP type
+     * @return this
+     */
     public QpConfig type(QpType v) {
         type = v;
         return this;
     }
 
-    /** @return local ACK timeout exponent (RC) */
+    /** {@return local ACK timeout exponent (RC)} */
     public int timeout() {
         return timeout;
     }
 
-    /** @param v local ACK timeout exponent: 4.096 µs · 2^v @return this */
+    /**
+     * Sets local ACK timeout exponent: 4.096 µs · 2^v.
+     *
+     * @param v local ACK timeout exponent: 4.096 µs · 2^v
+     * @return this
+     */
     public QpConfig timeout(int v) {
         timeout = v;
         return this;
     }
 
-    /** @return transport retry count (RC) */
+    /** {@return transport retry count (RC)} */
     public int retryCnt() {
         return retryCnt;
     }
 
-    /** @param v transport retry count 0..7 @return this */
+    /**
+     * Sets transport retry count 0..7.
+     *
+     * @param v transport retry count 0..7
+     * @return this
+     */
     public QpConfig retryCnt(int v) {
         retryCnt = v;
         return this;
     }
 
-    /** @return RNR retry count (RC) */
+    /** {@return RNR retry count (RC)} */
     public int rnrRetry() {
         return rnrRetry;
     }
 
-    /** @param v RNR retry count 0..7, 7 = infinite @return this */
+    /**
+     * Sets RNR retry count 0..7, 7 = infinite.
+     *
+     * @param v RNR retry count 0..7, 7 = infinite
+     * @return this
+     */
     public QpConfig rnrRetry(int v) {
         rnrRetry = v;
         return this;
     }
 
-    /** @return minimum RNR NAK timer code (RC responder) */
+    /** {@return minimum RNR NAK timer code (RC responder)} */
     public int minRnrTimer() {
         return minRnrTimer;
     }
 
-    /** @param v minimum RNR NAK timer code 1..31 (IBA table 45) @return this */
+    /**
+     * Sets minimum RNR NAK timer code 1..31 (IBA table 45).
+     *
+     * @param v minimum RNR NAK timer code 1..31 (IBA table 45)
+     * @return this
+     */
     public QpConfig minRnrTimer(int v) {
         minRnrTimer = v;
         return this;
     }
 
-    /** @return QP access flags set at RESET→INIT (RC/UC) */
+    /** {@return QP access flags set at RESET→INIT (RC/UC)} */
     public Set<AccessFlag> accessFlags() {
         return accessFlags;
     }
 
-    /** @param v QP access flags @return this */
+    /**
+     * Sets QP access flags.
+     *
+     * @param v QP access flags
+     * @return this
+     */
     public QpConfig accessFlags(Set<AccessFlag> v) {
         accessFlags = v.isEmpty() ? EnumSet.noneOf(AccessFlag.class) : EnumSet.copyOf(v);
         return this;
     }
 
-    /** @return outstanding RDMA READ/atomics as initiator (RC) */
+    /** {@return outstanding RDMA READ/atomics as initiator (RC)} */
     public int maxRdAtomic() {
         return maxRdAtomic;
     }
 
-    /** @param v outstanding RDMA READ/atomics as initiator @return this */
+    /**
+     * Sets outstanding RDMA READ/atomics as initiator.
+     *
+     * @param v outstanding RDMA READ/atomics as initiator
+     * @return this
+     */
     public QpConfig maxRdAtomic(int v) {
         maxRdAtomic = v;
         return this;
     }
 
-    /** @return outstanding RDMA READ/atomics as responder (RC) */
+    /** {@return outstanding RDMA READ/atomics as responder (RC)} */
     public int maxDestRdAtomic() {
         return maxDestRdAtomic;
     }
 
-    /** @param v outstanding RDMA READ/atomics as responder @return this */
+    /**
+     * Sets outstanding RDMA READ/atomics as responder.
+     *
+     * @param v outstanding RDMA READ/atomics as responder
+     * @return this
+     */
     public QpConfig maxDestRdAtomic(int v) {
         maxDestRdAtomic = v;
         return this;
     }
 
-    /** @return send CQ entries */
+    /** {@return send CQ entries} */
     public int sendCqSize() {
         return sendCqSize;
     }
 
-    /** @param v send CQ entries @return this */
+    /**
+     * Sets send CQ entries.
+     *
+     * @param v send CQ entries
+     * @return this
+     */
     public QpConfig sendCqSize(int v) {
         sendCqSize = v;
         return this;
     }
 
-    /** @return receive CQ entries */
+    /** {@return receive CQ entries} */
     public int recvCqSize() {
         return recvCqSize;
     }
 
-    /** @param v receive CQ entries @return this */
+    /**
+     * Sets receive CQ entries.
+     *
+     * @param v receive CQ entries
+     * @return this
+     */
     public QpConfig recvCqSize(int v) {
         recvCqSize = v;
         return this;
     }
 
-    /** @return send queue depth */
+    /** {@return send queue depth} */
     public int maxSendWr() {
         return maxSendWr;
     }
 
-    /** @param v send queue depth @return this */
+    /**
+     * Sets send queue depth.
+     *
+     * @param v send queue depth
+     * @return this
+     */
     public QpConfig maxSendWr(int v) {
         maxSendWr = v;
         return this;
     }
 
-    /** @return receive queue depth */
+    /** {@return receive queue depth} */
     public int maxRecvWr() {
         return maxRecvWr;
     }
 
-    /** @param v receive queue depth @return this */
+    /**
+     * Sets receive queue depth.
+     *
+     * @param v receive queue depth
+     * @return this
+     */
     public QpConfig maxRecvWr(int v) {
         maxRecvWr = v;
         return this;
     }
 
-    /** @return gather entries per send */
+    /** {@return gather entries per send} */
     public int maxSendSge() {
         return maxSendSge;
     }
 
-    /** @param v gather entries per send @return this */
+    /**
+     * Sets gather entries per send.
+     *
+     * @param v gather entries per send
+     * @return this
+     */
     public QpConfig maxSendSge(int v) {
         maxSendSge = v;
         return this;
     }
 
-    /** @return scatter entries per receive */
+    /** {@return scatter entries per receive} */
     public int maxRecvSge() {
         return maxRecvSge;
     }
 
-    /** @param v scatter entries per receive @return this */
+    /**
+     * Sets scatter entries per receive.
+     *
+     * @param v scatter entries per receive
+     * @return this
+     */
     public QpConfig maxRecvSge(int v) {
         maxRecvSge = v;
         return this;
     }
 
-    /** @return inline bytes requested */
+    /** {@return inline bytes requested} */
     public int maxInlineData() {
         return maxInlineData;
     }
 
-    /** @param v inline bytes requested @return this */
+    /**
+     * Sets inline bytes requested.
+     *
+     * @param v inline bytes requested
+     * @return this
+     */
     public QpConfig maxInlineData(int v) {
         maxInlineData = v;
         return this;
     }
 
-    /** @return whether every send WR completes */
+    /** {@return whether every send WR completes} */
     public boolean sqSigAll() {
         return sqSigAll;
     }
 
-    /** @param v every send WR completes @return this */
+    /**
+     * Sets every send WR completes.
+     *
+     * @param v every send WR completes
+     * @return this
+     */
     public QpConfig sqSigAll(boolean v) {
         sqSigAll = v;
         return this;
     }
 
-    /** @return whether the endpoint creates its own SRQ for its QP */
+    /** {@return whether the endpoint creates its own SRQ for its QP} */
     public boolean createSrq() {
         return createSrq;
     }
 
-    /** @param v create an SRQ of {@link #srqMaxWr()} entries for the QP @return this */
+    /**
+     * Sets create an SRQ of {@link #srqMaxWr()} entries for the QP.
+     *
+     * @param v create an SRQ of {@link #srqMaxWr()} entries for the QP
+     * @return this
+     */
     public QpConfig createSrq(boolean v) {
         createSrq = v;
         return this;
     }
 
-    /** @return SRQ depth when {@link #createSrq()} */
+    /** {@return SRQ depth when {@link #createSrq()}} */
     public int srqMaxWr() {
         return srqMaxWr;
     }
 
-    /** @param v SRQ depth @return this */
+    /**
+     * Sets SRQ depth.
+     *
+     * @param v SRQ depth
+     * @return this
+     */
     public QpConfig srqMaxWr(int v) {
         srqMaxWr = v;
         return this;
     }
 
-    /** @return an existing SRQ to attach the QP to, or null */
+    /** {@return an existing SRQ to attach the QP to, or null} */
     public SharedReceiveQueue srq() {
         return srq;
     }
 
-    /** @param v an existing SRQ (its PD is then used for the QP) @return this */
+    /**
+     * Sets an existing SRQ (its PD is then used for the QP).
+     *
+     * @param v an existing SRQ (its PD is then used for the QP)
+     * @return this
+     */
     public QpConfig srq(SharedReceiveQueue v) {
         srq = v;
         return this;
     }
 
-    /** @return an existing PD to create the QP in, or null for a new one */
+    /** {@return an existing PD to create the QP in, or null for a new one} */
     public ProtectionDomain pd() {
         return pd;
     }
 
-    /** @param v an existing PD @return this */
+    /**
+     * Sets an existing PD.
+     *
+     * @param v an existing PD
+     * @return this
+     */
     public QpConfig pd(ProtectionDomain v) {
         pd = v;
         return this;
     }
 
-    /** @return whether the receive CQ gets a completion channel */
+    /** {@return whether the receive CQ gets a completion channel} */
     public boolean recvChannel() {
         return recvChannel;
     }
 
-    /** @param v give the receive CQ a completion channel @return this */
+    /**
+     * Sets give the receive CQ a completion channel.
+     *
+     * @param v give the receive CQ a completion channel
+     * @return this
+     */
     public QpConfig recvChannel(boolean v) {
         recvChannel = v;
         return this;
     }
 
-    /** @return whether the send CQ gets a completion channel */
+    /** {@return whether the send CQ gets a completion channel} */
     public boolean sendChannel() {
         return sendChannel;
     }
 
-    /** @param v give the send CQ a completion channel @return this */
+    /**
+     * Sets give the send CQ a completion channel.
+     *
+     * @param v give the send CQ a completion channel
+     * @return this
+     */
     public QpConfig sendChannel(boolean v) {
         sendChannel = v;
         return this;
     }
 
-    /** @return path MTU (RC/UC) */
+    /** {@return path MTU (RC/UC)} */
     public Mtu pathMtu() {
         return pathMtu;
     }
 
-    /** @param v path MTU @return this */
+    /**
+     * Sets path MTU.
+     *
+     * @param v path MTU
+     * @return this
+     */
     public QpConfig pathMtu(Mtu v) {
         pathMtu = v;
         return this;
     }
 
-    /** @return Q_Key (UD) */
+    /** {@return Q_Key (UD)} */
     public int qkey() {
         return qkey;
     }
 
-    /** @param v Q_Key @return this */
+    /**
+     * Sets Q_Key.
+     *
+     * @param v Q_Key
+     * @return this
+     */
     public QpConfig qkey(int v) {
         qkey = v;
         return this;
     }
 
-    /** @return send PSN of this side (the peer's RQ_PSN) */
+    /** {@return send PSN of this side (the peer's RQ_PSN)} */
     public int sqPsn() {
         return sqPsn;
     }
 
-    /** @param v send PSN, 24 bits @return this */
+    /**
+     * Sets send PSN, 24 bits.
+     *
+     * @param v send PSN, 24 bits
+     * @return this
+     */
     public QpConfig sqPsn(int v) {
         sqPsn = v & 0xFF_FFFF;
         return this;

@@ -41,8 +41,9 @@ final class BusyPoll {
     }
 
     /**
+     * {@return whether the next {@link #idle} yields}
+     *
      * @param spins the empty polls of a wait so far
-     * @return whether the next {@link #idle} yields
      */
     static boolean yields(int spins) {
         return spins >= SPINS_BEFORE_YIELD;

@@ -24,7 +24,7 @@ final class Getopt {
         this.spec = spec;
     }
 
-    /** @return the next option character, '?' for a bad one, -1 at the end */
+    /** {@return the next option character, '?' for a bad one, -1 at the end} */
     int next() {
         arg = null;
         if (index >= args.length) {
@@ -74,12 +74,12 @@ final class Getopt {
         }
     }
 
-    /** @return the current option's argument (optarg) */
+    /** {@return the current option's argument (optarg)} */
     String arg() {
         return arg;
     }
 
-    /** @return the index of the first argument not parsed (optind) */
+    /** {@return the index of the first argument not parsed (optind)} */
     int optind() {
         return index;
     }

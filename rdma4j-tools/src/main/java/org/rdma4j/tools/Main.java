@@ -15,6 +15,8 @@ public final class Main {
     }
 
     /**
+     * Runs one subcommand and exits with its status.
+     *
      * @param args subcommand and its arguments
      */
     public static void main(String[] args) {
@@ -23,7 +25,32 @@ public final class Main {
         StopSignal.installShutdownHook();
         int rc = run(args, System.out, System.err);
         System.out.flush();
+        if (System.getProperty("rdma4j.soft.counters") != null) {
+            printCounters(System.err);
+        }
         System.exit(rc);
+    }
+
+    /**
+     * {@code -Drdma4j.soft.counters}: each device's non-zero port counters when the tool ends (where a
+     * benchmark's packets went: retransmissions, drops, GSO/GRO use), as rxe shows them in its hw_counters.
+     * {@code rdma4j statistic show} reads them while a process runs.
+     */
+    private static void printCounters(PrintStream err) {
+        for (org.rdma4j.verbs.Device d : Verbs.devices()) {
+            try (org.rdma4j.verbs.Context ctx = d.open()) {
+                StringBuilder b = new StringBuilder("rdma4j counters ").append(d.name()).append(':');
+                ctx.queryPortCounters(1).forEach((name, v) -> {
+                    if (v != 0) {
+                        b.append(' ').append(name).append('=').append(v);
+                    }
+                });
+                err.println(b);
+            } catch (RuntimeException e) {
+                err.println("rdma4j counters " + d.name() + ": " + e.getMessage());
+            }
+        }
+        err.flush();
     }
 
     /**
@@ -56,6 +83,9 @@ public final class Main {
                 return DevInfo.devinfoMain(rest, out, err);
             case "link":
                 return LinkCommand.main(rest, out, err);
+            case "statistic":
+            case "stat":
+                return StatisticCommand.main(rest, out, err);
             case "rping":
                 return Rping.main(rest, out, err, StopSignal.PROCESS);
             case "ipoib":
@@ -102,6 +132,7 @@ public final class Main {
         s.println("  rping -s|-c [-vVd] [-S size] [-C count] [-a addr] [-I addr] [-p port] [-P] [-q]");
         s.println("                                 rdma-core's rping: connects with rdma_cm (the IB CM on the wire)");
         s.println("  link [add|delete|show]         configure RoCEv2 devices bound to IP addresses (like rdma link)");
+        s.println("  statistic [show] [link DEV[/P]] port counters of running rdma4j processes (like rdma statistic)");
         s.println("  ipoib -d dev --ifname ib0 --addr 10.200.0.1/24");
         s.println("                                 IP over InfiniBand (RFC 4391 datagram mode) on a TUN interface, until");
         s.println("                                 Ctrl-C (root; ipoib --help lists the options)");

@@ -96,6 +96,8 @@ public final class Perftest {
     }
 
     /**
+     * Creates a {@code Perftest}.
+     *
      * @param options the parsed command line
      * @param out     where the report goes
      * @param err     where errors go
@@ -1452,7 +1454,7 @@ public final class Perftest {
             waitSend(wc, scnt, ccnt, Long.MAX_VALUE);
         }
 
-        /** @return false when {@code deadline} passed first (a duration run ended; the peer may be gone) */
+        /** {@return false when {@code deadline} passed first (a duration run ended; the peer may be gone)} */
         private boolean waitSend(WorkCompletion wc, long scnt, long ccnt, long deadline) {
             long since = System.nanoTime();
             int spins = 0;

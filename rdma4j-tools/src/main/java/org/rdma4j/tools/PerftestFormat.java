@@ -61,7 +61,22 @@ public final class PerftestFormat {
     public record TestInfo(String testName, String atomicType, boolean lat, int postList, String device, int numQps,
                            String transport, String connection, boolean client, int txDepth, int rxDepth, int cqMod,
                            int mtuBytes, String linkType, int gidIndex, int inlineSize, int outReads) {
-        /** The ib_write_bw block (the first tool's constructor). */
+        /**
+         * The ib_write_bw block (the first tool's constructor).
+         *
+         * @param testName testsStr entry: {@code RDMA_Write}, {@code RDMA_Read}, {@code Send}, {@code Atomic}
+         * @param device device name
+         * @param numQps number of QPs
+         * @param transport transport_str: {@code IB} or {@code IW}
+         * @param connection connStr: {@code RC}, {@code UC}, ...
+         * @param client true on the client (prints TX depth)
+         * @param txDepth TX depth
+         * @param cqMod CQ moderation
+         * @param mtuBytes the path MTU in bytes
+         * @param linkType link_layer_str: {@code IB} or {@code Ethernet}
+         * @param gidIndex GID index, -1 when none (not printed)
+         * @param inlineSize max inline data
+         */
         public TestInfo(String testName, String device, int numQps, String transport, String connection,
                         boolean client, int txDepth, int cqMod, int mtuBytes, String linkType, int gidIndex,
                         int inlineSize) {
@@ -69,7 +84,7 @@ public final class PerftestFormat {
                     linkType, gidIndex, inlineSize, -1);
         }
 
-        /** @return the title words after the test name: "FETCH_AND_ADD BW", "Latency", "Post List BW" */
+        /** {@return the title words after the test name: "FETCH_AND_ADD BW", "Latency", "Post List BW"} */
         String titleWords(String sep) {
             StringBuilder t = new StringBuilder();
             if (atomicType != null) {
@@ -99,7 +114,16 @@ public final class PerftestFormat {
      * @param outReads outstanding reads (the keys message's second field)
      */
     public record Dest(int lid, int qpn, int psn, int rkey, long vaddr, byte[] gid, int outReads) {
-        /** A destination without outstanding reads (WRITE, SEND). */
+        /**
+         * A destination without outstanding reads (WRITE, SEND).
+         *
+         * @param lid LID
+         * @param qpn QP number
+         * @param psn starting PSN
+         * @param rkey R_Key of the buffer
+         * @param vaddr buffer address
+         * @param gid 16 GID bytes, network order
+         */
         public Dest(int lid, int qpn, int psn, int rkey, long vaddr, byte[] gid) {
             this(lid, qpn, psn, rkey, vaddr, gid, 0);
         }
@@ -117,7 +141,7 @@ public final class PerftestFormat {
     public record Report(long size, long iters, double bwPeak, double bwAvg, double msgRateMpps) {
     }
 
-    /** @return the server's banner before it waits for the client */
+    /** {@return the server's banner before it waits for the client} */
     public static String waitingBanner() {
         return "\n************************************\n"
                 + "* Waiting for client to connect... *\n"

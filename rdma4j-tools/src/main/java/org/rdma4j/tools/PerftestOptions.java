@@ -36,12 +36,12 @@ public final class PerftestOptions {
             this.cmd = cmd;
         }
 
-        /** @return perftest's testsStr entry */
+        /** {@return perftest's testsStr entry} */
         public String title() {
             return title;
         }
 
-        /** @return the word in the command name */
+        /** {@return the word in the command name} */
         public String cmd() {
             return cmd;
         }
@@ -107,7 +107,7 @@ public final class PerftestOptions {
         }
     }
 
-    /** @return the tool's name, e.g. {@code ib_write_bw} */
+    /** {@return the tool's name, e.g. {@code ib_write_bw}} */
     public String toolName() {
         return toolName(verb, lat);
     }
@@ -142,10 +142,11 @@ public final class PerftestOptions {
     }
 
     /**
+     * {@return the options}
+     *
      * @param verb the tested operation
      * @param lat  a latency test ({@code _lat}), else bandwidth ({@code _bw})
      * @param args the arguments after the subcommand name
-     * @return the options
      * @throws UsageException for an unknown option, a missing or malformed value
      */
     public static PerftestOptions parse(Verb verb, boolean lat, String... args) {
@@ -368,7 +369,7 @@ public final class PerftestOptions {
         return v;
     }
 
-    /** @return the usage text of this tool */
+    /** {@return the usage text of this tool} */
     public String usage() {
         String t = toolName();
         return "Usage:\n"

@@ -62,8 +62,9 @@ public final class PerftestWire {
     // ---------------------------------------------------------------- encodings
 
     /**
+     * {@return {@code char version[16]}, NUL-padded}
+     *
      * @param version e.g. {@code "6.27"}
-     * @return {@code char version[16]}, NUL-padded
      */
     public static byte[] encodeVersion(String version) {
         byte[] b = new byte[VERSION_BYTES];
@@ -73,8 +74,9 @@ public final class PerftestWire {
     }
 
     /**
+     * {@return the text up to the first NUL}
+     *
      * @param b 16 bytes from the peer
-     * @return the text up to the first NUL
      */
     public static String decodeVersion(byte[] b) {
         int n = 0;
@@ -118,8 +120,9 @@ public final class PerftestWire {
     }
 
     /**
+     * {@return its MTU enum, or 0 when it is not a valid one (perftest then keeps its own)}
+     *
      * @param b the peer's two bytes
-     * @return its MTU enum, or 0 when it is not a valid one (perftest then keeps its own)
      */
     public static int decodeMtu(byte[] b) {
         int v = 0;
@@ -201,24 +204,27 @@ public final class PerftestWire {
     }
 
     /**
+     * {@return its 8 bytes in network order (hton_long)}
+     *
      * @param v a 64-bit value
-     * @return its 8 bytes in network order (hton_long)
      */
     public static byte[] u64(long v) {
         return ByteBuffer.allocate(8).putLong(v).array();
     }
 
     /**
+     * {@return its 8 bytes byte-swapped to big-endian (perftest's bswap_double on a little-endian host)}
+     *
      * @param v a double
-     * @return its 8 bytes byte-swapped to big-endian (perftest's bswap_double on a little-endian host)
      */
     public static byte[] f64(double v) {
         return ByteBuffer.allocate(8).putDouble(v).array();
     }
 
     /**
+     * {@return its 4 bytes in network order (hton_int)}
+     *
      * @param v a 32-bit value
-     * @return its 4 bytes in network order (hton_int)
      */
     public static byte[] u32(int v) {
         return ByteBuffer.allocate(4).putInt(v).array();
@@ -396,7 +402,8 @@ public final class PerftestWire {
         }
 
         /**
-         * @return whether bytes from the peer wait to be read (does not block)
+         * {@return whether bytes from the peer wait to be read (does not block)}
+         *
          * @throws IOException when this side's socket is closed
          */
         boolean hasBytes() throws IOException {
@@ -437,12 +444,12 @@ public final class PerftestWire {
             }
         }
 
-        /** @return true on the client side */
+        /** {@return true on the client side} */
         public boolean isClient() {
             return client;
         }
 
-        /** @return the peer's version text, once {@link #exchangeVersions} ran */
+        /** {@return the peer's version text, once {@link #exchangeVersions} ran} */
         public String peerVersion() {
             return peerVersion;
         }

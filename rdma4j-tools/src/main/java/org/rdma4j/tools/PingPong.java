@@ -547,7 +547,7 @@ public final class PingPong {
             boolean verify = client && o.verify;
             long seed = 0;
             if (verify) {
-                seed = System.nanoTime() ^ ((long) ProcessHandle.current().pid() << 32);
+                seed = System.nanoTime() ^ (ProcessHandle.current().pid() << 32);
                 out.println("verifying every echo: pattern seed 0x" + CFormat.hex(seed, 16));
             }
             for (int i = 0; i < numQp; i++) {

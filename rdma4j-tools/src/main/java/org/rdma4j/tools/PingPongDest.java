@@ -35,7 +35,7 @@ public record PingPongDest(int lid, int qpn, int psn, Gid gid) {
                 + CFormat.hex(psn & 0xFFFFFFFFL, 6) + ':' + wireGid(gid);
     }
 
-    /** @return the 52-byte message: {@link #text()}, a NUL, and zero padding if the text is short */
+    /** {@return the 52-byte message: {@link #text()}, a NUL, and zero padding if the text is short} */
     public byte[] encode() {
         byte[] t = text().getBytes(StandardCharsets.US_ASCII);
         if (t.length >= MESSAGE_BYTES) {

@@ -39,14 +39,15 @@ public final class PingPongOptions {
             this.optstring = optstring;
         }
 
-        /** @return the rdma4j subcommand, e.g. {@code rc_pingpong} */
+        /** {@return the rdma4j subcommand, e.g. {@code rc_pingpong}} */
         public String command() {
             return command;
         }
 
         /**
+         * {@return the kind, or null}
+         *
          * @param cmd a subcommand, with or without the {@code ibv_} prefix
-         * @return the kind, or null
          */
         public static Kind of(String cmd) {
             String c = cmd.startsWith("ibv_") ? cmd.substring(4) : cmd;
@@ -109,9 +110,10 @@ public final class PingPongOptions {
     }
 
     /**
+     * {@return the options}
+     *
      * @param kind which program
      * @param args the arguments after the subcommand
-     * @return the options
      * @throws UsageException for an unknown option, a missing or malformed value, or a value the
      *                        program refuses
      */

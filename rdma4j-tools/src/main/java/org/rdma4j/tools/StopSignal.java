@@ -33,7 +33,7 @@ public final class StopSignal {
     public StopSignal() {
     }
 
-    /** @return whether a stop was requested */
+    /** {@return whether a stop was requested} */
     public boolean stopped() {
         return stopped;
     }

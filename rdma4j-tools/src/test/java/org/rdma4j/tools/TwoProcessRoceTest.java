@@ -226,7 +226,8 @@ class TwoProcessRoceTest {
         for (int i = 0; i < 50; i++) {
             try (DatagramSocket a = new DatagramSocket(new InetSocketAddress("127.0.0.1", 0))) {
                 int p = a.getLocalPort();
-                try (DatagramSocket b = new DatagramSocket(new InetSocketAddress("127.0.0.2", p))) {
+                try {
+                    new DatagramSocket(new InetSocketAddress("127.0.0.2", p)).close(); // free on the second address too
                     return p;
                 } catch (IOException busy) {
                     // next

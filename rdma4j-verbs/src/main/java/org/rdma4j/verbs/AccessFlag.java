@@ -23,14 +23,15 @@ public enum AccessFlag {
         this.bit = bit;
     }
 
-    /** @return the ibv_access_flags bit */
+    /** {@return the ibv_access_flags bit} */
     public int bit() {
         return bit;
     }
 
     /**
+     * {@return an EnumSet of them (empty when none)}
+     *
      * @param flags flags to combine
-     * @return an EnumSet of them (empty when none)
      */
     public static EnumSet<AccessFlag> of(AccessFlag... flags) {
         EnumSet<AccessFlag> set = EnumSet.noneOf(AccessFlag.class);
@@ -41,8 +42,9 @@ public enum AccessFlag {
     }
 
     /**
+     * {@return the ibv_access_flags bit mask}
+     *
      * @param flags a set of flags
-     * @return the ibv_access_flags bit mask
      */
     public static int toBits(Set<AccessFlag> flags) {
         int bits = 0;
@@ -53,8 +55,9 @@ public enum AccessFlag {
     }
 
     /**
+     * {@return the set}
+     *
      * @param bits an ibv_access_flags bit mask (unknown bits are ignored)
-     * @return the set
      */
     public static EnumSet<AccessFlag> fromBits(int bits) {
         EnumSet<AccessFlag> set = EnumSet.noneOf(AccessFlag.class);

@@ -6,6 +6,10 @@ package org.rdma4j.verbs;
  * primary path of connected QPs. On RoCE every address is global (a GID). Mutable; not thread-safe.
  */
 public final class AhAttributes {
+    /** Creates an {@code AhAttributes}. */
+    public AhAttributes() {
+    }
+
     private Gid dgid = Gid.ZERO;
     private int sgidIndex;
     private int hopLimit = 64;
@@ -17,117 +21,167 @@ public final class AhAttributes {
     private int portNum = 1;
     private boolean global = true;
 
-    /** @return destination GID */
+    /** {@return destination GID} */
     public Gid dgid() {
         return dgid;
     }
 
-    /** @param dgid destination GID @return this */
+    /**
+     * Sets the destination GID.
+     *
+     * @param dgid destination GID
+     * @return this
+     */
     public AhAttributes dgid(Gid dgid) {
         this.dgid = dgid;
         return this;
     }
 
-    /** @return source GID index */
+    /** {@return source GID index} */
     public int sgidIndex() {
         return sgidIndex;
     }
 
-    /** @param sgidIndex index into the local port's GID table @return this */
+    /**
+     * Sets the index into the local port's GID table.
+     *
+     * @param sgidIndex index into the local port's GID table
+     * @return this
+     */
     public AhAttributes sgidIndex(int sgidIndex) {
         this.sgidIndex = sgidIndex;
         return this;
     }
 
-    /** @return hop limit */
+    /** {@return hop limit} */
     public int hopLimit() {
         return hopLimit;
     }
 
-    /** @param hopLimit hop limit (IP TTL on RoCEv2) @return this */
+    /**
+     * Sets the hop limit (IP TTL on RoCEv2).
+     *
+     * @param hopLimit hop limit (IP TTL on RoCEv2)
+     * @return this
+     */
     public AhAttributes hopLimit(int hopLimit) {
         this.hopLimit = hopLimit;
         return this;
     }
 
-    /** @return traffic class */
+    /** {@return traffic class} */
     public int trafficClass() {
         return trafficClass;
     }
 
-    /** @param trafficClass traffic class @return this */
+    /**
+     * Sets the traffic class.
+     *
+     * @param trafficClass traffic class
+     * @return this
+     */
     public AhAttributes trafficClass(int trafficClass) {
         this.trafficClass = trafficClass;
         return this;
     }
 
-    /** @return flow label */
+    /** {@return flow label} */
     public int flowLabel() {
         return flowLabel;
     }
 
-    /** @param flowLabel flow label @return this */
+    /**
+     * Sets the flow label.
+     *
+     * @param flowLabel flow label
+     * @return this
+     */
     public AhAttributes flowLabel(int flowLabel) {
         this.flowLabel = flowLabel;
         return this;
     }
 
-    /** @return destination LID (0 on RoCE) */
+    /** {@return destination LID (0 on RoCE)} */
     public int dlid() {
         return dlid;
     }
 
-    /** @param dlid destination LID @return this */
+    /**
+     * Sets the destination LID.
+     *
+     * @param dlid destination LID
+     * @return this
+     */
     public AhAttributes dlid(int dlid) {
         this.dlid = dlid;
         return this;
     }
 
-    /** @return service level */
+    /** {@return service level} */
     public int sl() {
         return sl;
     }
 
-    /** @param sl service level @return this */
+    /**
+     * Sets the service level.
+     *
+     * @param sl service level
+     * @return this
+     */
     public AhAttributes sl(int sl) {
         this.sl = sl;
         return this;
     }
 
-    /** @return source path bits */
+    /** {@return source path bits} */
     public int srcPathBits() {
         return srcPathBits;
     }
 
-    /** @param srcPathBits source path bits @return this */
+    /**
+     * Sets the source path bits.
+     *
+     * @param srcPathBits source path bits
+     * @return this
+     */
     public AhAttributes srcPathBits(int srcPathBits) {
         this.srcPathBits = srcPathBits;
         return this;
     }
 
-    /** @return local port number */
+    /** {@return local port number} */
     public int portNum() {
         return portNum;
     }
 
-    /** @param portNum local port number (1-based) @return this */
+    /**
+     * Sets the local port number (1-based).
+     *
+     * @param portNum local port number (1-based)
+     * @return this
+     */
     public AhAttributes portNum(int portNum) {
         this.portNum = portNum;
         return this;
     }
 
-    /** @return whether a GRH is used (always on RoCE) */
+    /** {@return whether a GRH is used (always on RoCE)} */
     public boolean isGlobal() {
         return global;
     }
 
-    /** @param global whether a GRH is used @return this */
+    /**
+     * Sets whether a GRH is used.
+     *
+     * @param global whether a GRH is used
+     * @return this
+     */
     public AhAttributes global(boolean global) {
         this.global = global;
         return this;
     }
 
-    /** @return a copy */
+    /** {@return a copy} */
     public AhAttributes copy() {
         AhAttributes c = new AhAttributes();
         c.dgid = dgid;

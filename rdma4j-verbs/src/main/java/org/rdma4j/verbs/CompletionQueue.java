@@ -6,10 +6,10 @@ package org.rdma4j.verbs;
  * generated for each work queue.
  */
 public interface CompletionQueue extends AutoCloseable {
-    /** @return the number of entries the CQ holds (at least what was asked) */
+    /** {@return the number of entries the CQ holds (at least what was asked)} */
     int capacity();
 
-    /** @return the completion channel, or null */
+    /** {@return the completion channel, or null} */
     CompletionChannel channel();
 
     /**

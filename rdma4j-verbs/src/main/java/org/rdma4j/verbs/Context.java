@@ -8,22 +8,24 @@ import java.time.Duration;
  * are created here. Closing fails with EBUSY while any of them is still open. Thread-safe.
  */
 public interface Context extends AutoCloseable {
-    /** @return the device */
+    /** {@return the device} */
     Device device();
 
-    /** @return ibv_query_device */
+    /** {@return ibv_query_device} */
     DeviceAttributes queryDevice();
 
     /**
+     * {@return ibv_query_port}
+     *
      * @param port port number, 1-based
-     * @return ibv_query_port
      */
     PortAttributes queryPort(int port);
 
     /**
+     * {@return ibv_query_gid; {@link Gid#ZERO} for an empty entry}
+     *
      * @param port  port number
      * @param index GID table index
-     * @return ibv_query_gid; {@link Gid#ZERO} for an empty entry
      */
     Gid queryGid(int port, int index);
 
@@ -48,10 +50,10 @@ public interface Context extends AutoCloseable {
      */
     Dma dma();
 
-    /** @return a new protection domain (ibv_alloc_pd) */
+    /** {@return a new protection domain (ibv_alloc_pd)} */
     ProtectionDomain allocPd();
 
-    /** @return a new completion channel (ibv_create_comp_channel) */
+    /** {@return a new completion channel (ibv_create_comp_channel)} */
     CompletionChannel createCompChannel();
 
     /**

@@ -34,8 +34,10 @@ public final class Dma {
     private final DmaOps ops;
 
     /**
+     * Creates the mapping calls of one context (providers call this).
+     *
      * @param virtual whether map/unmap/sync may be skipped: the DMA address is the buffer's address
-     * @param ops     the provider's operations (coherent allocation always goes there)
+     * @param ops the provider's operations (coherent allocation always goes there)
      */
     public Dma(boolean virtual, DmaOps ops) {
         if (ops == null) {
@@ -45,7 +47,7 @@ public final class Dma {
         this.ops = ops;
     }
 
-    /** @return whether the device uses virtual DMA (ib_uses_virt_dma): map returns the buffer's address */
+    /** {@return whether the device uses virtual DMA (ib_uses_virt_dma): map returns the buffer's address} */
     public boolean usesVirtDma() {
         return virt;
     }
@@ -65,8 +67,9 @@ public final class Dma {
     }
 
     /**
+     * {@return whether the map failed (ib_dma_mapping_error); a virtual device never fails}
+     *
      * @param dmaAddress what {@link #map} returned
-     * @return whether the map failed (ib_dma_mapping_error); a virtual device never fails
      */
     public boolean mappingError(long dmaAddress) {
         if (virt) {
@@ -108,9 +111,11 @@ public final class Dma {
     }
 
     /**
-     * @param sg    the list given to {@link #mapSg}
+     * Unmaps a scatter list (ib_dma_unmap_sg).
+     *
+     * @param sg the list given to {@link #mapSg}
      * @param nents the count given to {@link #mapSg} (not its result, as in Linux)
-     * @param dir   the direction given to {@link #mapSg}
+     * @param dir the direction given to {@link #mapSg}
      */
     public void unmapSg(DmaSgList sg, int nents, DmaDirection dir) {
         if (!virt) {
@@ -156,12 +161,16 @@ public final class Dma {
         return ops.allocCoherent(size);
     }
 
-    /** @param buffer what {@link #allocCoherent} returned */
+    /**
+     * Frees a coherent buffer (ib_dma_free_coherent).
+     *
+     * @param buffer what {@link #allocCoherent} returned
+     */
     public void freeCoherent(CoherentBuffer buffer) {
         ops.freeCoherent(buffer);
     }
 
-    /** @return the provider's operations behind this object */
+    /** {@return the provider's operations behind this object} */
     public DmaOps ops() {
         return ops;
     }

@@ -21,12 +21,12 @@ public enum DmaDirection {
         this.deviceWrites = deviceWrites;
     }
 
-    /** @return whether the device may read the mapped memory */
+    /** {@return whether the device may read the mapped memory} */
     public boolean deviceReads() {
         return deviceReads;
     }
 
-    /** @return whether the device may write the mapped memory */
+    /** {@return whether the device may write the mapped memory} */
     public boolean deviceWrites() {
         return deviceWrites;
     }

@@ -12,7 +12,11 @@ public final class DmaSgList {
     private final MemorySegment[] buffers;
     private final long[] dmaAddresses;
 
-    /** @param capacity how many entries the list can hold */
+    /**
+     * Creates an empty list.
+     *
+     * @param capacity how many entries the list can hold
+     */
     public DmaSgList(int capacity) {
         if (capacity < 1) {
             throw new IllegalArgumentException("capacity=" + capacity + " (expected >= 1)");
@@ -21,12 +25,14 @@ public final class DmaSgList {
         dmaAddresses = new long[capacity];
     }
 
-    /** @return how many entries the list can hold */
+    /** {@return how many entries the list can hold} */
     public int capacity() {
         return buffers.length;
     }
 
     /**
+     * Sets the CPU memory of entry {@code i}.
+     *
      * @param i      entry index
      * @param buffer the CPU memory of entry i
      * @return this
@@ -37,17 +43,29 @@ public final class DmaSgList {
         return this;
     }
 
-    /** @param i entry index @return the CPU memory of entry i */
+    /**
+     * {@return the CPU memory of entry i}
+     *
+     * @param i entry index
+     */
     public MemorySegment buffer(int i) {
         return buffers[i];
     }
 
-    /** @param i entry index @return the DMA address of entry i after a successful map (sg_dma_address) */
+    /**
+     * {@return the DMA address of entry i after a successful map (sg_dma_address)}
+     *
+     * @param i entry index
+     */
     public long dmaAddress(int i) {
         return dmaAddresses[i];
     }
 
-    /** @param i entry index @return the DMA length of entry i (sg_dma_len): the buffer's size */
+    /**
+     * {@return the DMA length of entry i (sg_dma_len): the buffer's size}
+     *
+     * @param i entry index
+     */
     public long dmaLength(int i) {
         return buffers[i].byteSize();
     }

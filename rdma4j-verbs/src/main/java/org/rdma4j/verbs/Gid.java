@@ -15,8 +15,9 @@ public record Gid(long hi, long lo) {
     public static final Gid ZERO = new Gid(0, 0);
 
     /**
+     * {@return the GID}
+     *
      * @param bytes 16 bytes in network order
-     * @return the GID
      */
     public static Gid of(byte[] bytes) {
         if (bytes.length != 16) {
@@ -32,8 +33,9 @@ public record Gid(long hi, long lo) {
     }
 
     /**
+     * {@return the RoCEv2 GID: the IPv6 address, or ::ffff:a.b.c.d for IPv4}
+     *
      * @param address an IPv4 or IPv6 address
-     * @return the RoCEv2 GID: the IPv6 address, or ::ffff:a.b.c.d for IPv4
      */
     public static Gid ofInetAddress(InetAddress address) {
         byte[] a = address.getAddress();
@@ -43,7 +45,7 @@ public record Gid(long hi, long lo) {
         return new Gid(0, 0x0000_FFFF_0000_0000L | (((a[0] & 0xFFL) << 24) | ((a[1] & 0xFFL) << 16) | ((a[2] & 0xFFL) << 8) | (a[3] & 0xFFL)));
     }
 
-    /** @return 16 bytes in network order */
+    /** {@return 16 bytes in network order} */
     public byte[] toBytes() {
         byte[] b = new byte[16];
         for (int i = 0; i < 8; i++) {
@@ -53,14 +55,15 @@ public record Gid(long hi, long lo) {
         return b;
     }
 
-    /** @return true for an IPv4-mapped GID (::ffff:a.b.c.d) */
+    /** {@return true for an IPv4-mapped GID (::ffff:a.b.c.d)} */
     public boolean isIpv4Mapped() {
         return hi == 0 && (lo >>> 32) == 0xFFFF;
     }
 
     /**
-     * @return whether this is a multicast GID: ff00::/8, or an IPv4-mapped address in 224.0.0.0/4 (the
-     *     kernel's rdma_is_multicast_addr, which RoCEv2 uses for IPv4 multicast groups)
+     * {@return whether this is a multicast GID: ff00::/8, or an IPv4-mapped address in 224.0.0.0/4 (the kernel's
+     * rdma_is_multicast_addr, which RoCEv2 uses for IPv4 multicast groups)}
+     *
      */
     public boolean isMulticast() {
         if ((hi >>> 56) == 0xFF) {
@@ -69,7 +72,7 @@ public record Gid(long hi, long lo) {
         return isIpv4Mapped() && ((lo >>> 28) & 0xF) == 0xE;
     }
 
-    /** @return the IP address this RoCEv2 GID stands for */
+    /** {@return the IP address this RoCEv2 GID stands for} */
     public InetAddress toInetAddress() {
         try {
             if (isIpv4Mapped()) {
@@ -82,7 +85,7 @@ public record Gid(long hi, long lo) {
         }
     }
 
-    /** @return the GID as ibv_devinfo prints it: eight colon-separated groups of four hex digits */
+    /** {@return the GID as ibv_devinfo prints it: eight colon-separated groups of four hex digits} */
     @Override
     public String toString() {
         StringBuilder sb = new StringBuilder(39);

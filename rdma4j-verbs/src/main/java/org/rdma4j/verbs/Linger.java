@@ -67,9 +67,11 @@ public final class Linger {
     private End end;
 
     /**
+     * Starts a linger.
+     *
      * @param activity a count that moves when a packet arrives, or null when there is none
-     * @param rtoNs    the peer's retransmit timeout ({@link #retransmitTimeoutNs}); 0 when it has none
-     * @param nowNs    the time the linger starts
+     * @param rtoNs the peer's retransmit timeout ({@link #retransmitTimeoutNs}); 0 when it has none
+     * @param nowNs the time the linger starts
      */
     public Linger(LongSupplier activity, long rtoNs, long nowNs) {
         if (rtoNs < 0) {
@@ -104,9 +106,10 @@ public final class Linger {
     }
 
     /**
+     * {@return 4.096 us × 2^timeout in nanoseconds (ibv_modify_qp(3)); 0 for timeout 0, which IBA makes infinite
+     * and rxe turns into no retransmit timer at all}
+     *
      * @param timeout the local ACK timeout attribute, 0 to 31
-     * @return 4.096 us × 2^timeout in nanoseconds (ibv_modify_qp(3)); 0 for timeout 0, which IBA makes
-     *         infinite and rxe turns into no retransmit timer at all
      */
     public static long retransmitTimeoutNs(int timeout) {
         if (timeout < 0 || timeout > 31) {
@@ -193,22 +196,22 @@ public final class Linger {
         }
     }
 
-    /** @return packets counted while lingering (0 without a counter) */
+    /** {@return packets counted while lingering (0 without a counter)} */
     public long arrivals() {
         return arrivals;
     }
 
-    /** @return the quiet period that ends the linger, in nanoseconds */
+    /** {@return the quiet period that ends the linger, in nanoseconds} */
     public long quietNs() {
         return quietNs;
     }
 
-    /** @return the longest linger, in nanoseconds */
+    /** {@return the longest linger, in nanoseconds} */
     public long capNs() {
         return capNs;
     }
 
-    /** @return whether arrivals are observed (the provider has an {@value #ACTIVITY_COUNTER} counter) */
+    /** {@return whether arrivals are observed (the provider has an {@value #ACTIVITY_COUNTER} counter)} */
     public boolean observesArrivals() {
         return activity != null;
     }

@@ -22,19 +22,20 @@ public enum Mtu {
         this.bytes = bytes;
     }
 
-    /** @return the ibv_mtu enum value (1..5) */
+    /** {@return the ibv_mtu enum value (1..5)} */
     public int value() {
         return value;
     }
 
-    /** @return the MTU in bytes */
+    /** {@return the MTU in bytes} */
     public int bytes() {
         return bytes;
     }
 
     /**
+     * {@return the MTU}
+     *
      * @param bytes 256, 512, 1024, 2048 or 4096
-     * @return the MTU
      * @throws VerbsException EINVAL for any other size
      */
     public static Mtu ofBytes(int bytes) {
@@ -47,8 +48,9 @@ public enum Mtu {
     }
 
     /**
+     * {@return the MTU}
+     *
      * @param value ibv_mtu value 1..5
-     * @return the MTU
      */
     public static Mtu ofValue(int value) {
         for (Mtu m : values()) {

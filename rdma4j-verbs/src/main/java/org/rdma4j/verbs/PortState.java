@@ -16,7 +16,7 @@ public enum PortState {
     /** Active, deferred. */
     ACTIVE_DEFER;
 
-    /** @return the text ibv_port_state_str returns, e.g. PORT_ACTIVE */
+    /** {@return the text ibv_port_state_str returns, e.g. PORT_ACTIVE} */
     public String portStateString() {
         return "PORT_" + name();
     }

@@ -9,7 +9,7 @@ import java.util.Set;
  * fails with EBUSY while any is open. Thread-safe.
  */
 public interface ProtectionDomain extends AutoCloseable {
-    /** @return the context */
+    /** {@return the context} */
     Context context();
 
     /**

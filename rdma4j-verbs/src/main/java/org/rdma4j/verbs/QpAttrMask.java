@@ -49,14 +49,15 @@ public enum QpAttrMask {
     /** Destination QP number. */
     DEST_QPN;
 
-    /** @return the ibv_qp_attr_mask bit */
+    /** {@return the ibv_qp_attr_mask bit} */
     public int bit() {
         return 1 << ordinal();
     }
 
     /**
+     * {@return the names of the bits set, for error messages}
+     *
      * @param mask a bit mask
-     * @return the names of the bits set, for error messages
      */
     public static String describe(int mask) {
         StringBuilder sb = new StringBuilder();

@@ -5,6 +5,10 @@ package org.rdma4j.verbs;
  * Queue-pair creation attributes (ibv_qp_init_attr). Mutable builder; not thread-safe.
  */
 public final class QpInitAttributes {
+    /** Creates a {@code QpInitAttributes}. */
+    public QpInitAttributes() {
+    }
+
     private QpType type = QpType.RC;
     private CompletionQueue sendCq;
     private CompletionQueue recvCq;
@@ -12,67 +16,97 @@ public final class QpInitAttributes {
     private QpCapabilities cap = new QpCapabilities(128, 128, 1, 1, 0);
     private boolean sqSigAll;
 
-    /** @return QP type */
+    /** {@return QP type} */
     public QpType type() {
         return type;
     }
 
-    /** @param type QP type @return this */
+    /**
+     * Sets QP type.
+     *
+     * @param type QP type
+     * @return this
+     */
     public QpInitAttributes type(QpType type) {
         this.type = type;
         return this;
     }
 
-    /** @return send CQ */
+    /** {@return send CQ} */
     public CompletionQueue sendCq() {
         return sendCq;
     }
 
-    /** @param sendCq CQ for send completions @return this */
+    /**
+     * Sets CQ for send completions.
+     *
+     * @param sendCq CQ for send completions
+     * @return this
+     */
     public QpInitAttributes sendCq(CompletionQueue sendCq) {
         this.sendCq = sendCq;
         return this;
     }
 
-    /** @return receive CQ */
+    /** {@return receive CQ} */
     public CompletionQueue recvCq() {
         return recvCq;
     }
 
-    /** @param recvCq CQ for receive completions @return this */
+    /**
+     * Sets CQ for receive completions.
+     *
+     * @param recvCq CQ for receive completions
+     * @return this
+     */
     public QpInitAttributes recvCq(CompletionQueue recvCq) {
         this.recvCq = recvCq;
         return this;
     }
 
-    /** @return the SRQ, or null */
+    /** {@return the SRQ, or null} */
     public SharedReceiveQueue srq() {
         return srq;
     }
 
-    /** @param srq a shared receive queue (RC and UD only), or null @return this */
+    /**
+     * Sets the shared receive queue (RC and UD only), or null.
+     *
+     * @param srq a shared receive queue (RC and UD only), or null
+     * @return this
+     */
     public QpInitAttributes srq(SharedReceiveQueue srq) {
         this.srq = srq;
         return this;
     }
 
-    /** @return requested capabilities */
+    /** {@return requested capabilities} */
     public QpCapabilities cap() {
         return cap;
     }
 
-    /** @param cap requested capabilities @return this */
+    /**
+     * Sets the requested capabilities.
+     *
+     * @param cap requested capabilities
+     * @return this
+     */
     public QpInitAttributes cap(QpCapabilities cap) {
         this.cap = cap;
         return this;
     }
 
-    /** @return whether every send request completes */
+    /** {@return whether every send request completes} */
     public boolean sqSigAll() {
         return sqSigAll;
     }
 
-    /** @param sqSigAll every send request generates a completion @return this */
+    /**
+     * Sets whether every send request generates a completion.
+     *
+     * @param sqSigAll every send request generates a completion
+     * @return this
+     */
     public QpInitAttributes sqSigAll(boolean sqSigAll) {
         this.sqSigAll = sqSigAll;
         return this;

@@ -16,7 +16,7 @@ public enum QpType {
         this.value = value;
     }
 
-    /** @return the ibv_qp_type value */
+    /** {@return the ibv_qp_type value} */
     public int value() {
         return value;
     }

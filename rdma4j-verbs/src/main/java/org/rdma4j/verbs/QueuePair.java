@@ -9,19 +9,19 @@ public interface QueuePair extends AutoCloseable {
     /** The destination QP number of a multicast send (IB_MULTICAST_QPN; rxe_rcv takes it as "deliver to the group"). */
     int MULTICAST_QPN = 0xFF_FFFF;
 
-    /** @return the QP number (24 bits) */
+    /** {@return the QP number (24 bits)} */
     int qpNum();
 
-    /** @return the transport type */
+    /** {@return the transport type} */
     QpType type();
 
-    /** @return the PD */
+    /** {@return the PD} */
     ProtectionDomain pd();
 
-    /** @return the granted capabilities */
+    /** {@return the granted capabilities} */
     QpCapabilities cap();
 
-    /** @return the current state */
+    /** {@return the current state} */
     QpState state();
 
     /**
@@ -33,7 +33,7 @@ public interface QueuePair extends AutoCloseable {
      */
     void modify(QpAttributes attrs);
 
-    /** @return ibv_query_qp: all attributes, with the full mask */
+    /** {@return ibv_query_qp: all attributes, with the full mask} */
     QpAttributes query();
 
     /**

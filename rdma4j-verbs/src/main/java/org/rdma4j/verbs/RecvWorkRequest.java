@@ -17,7 +17,11 @@ public final class RecvWorkRequest {
         this(4);
     }
 
-    /** @param maxSge how many scatter entries this object can hold */
+    /**
+     * Creates an empty request.
+     *
+     * @param maxSge how many scatter entries this object can hold
+     */
     public RecvWorkRequest(int maxSge) {
         if (maxSge < 1) {
             throw new IllegalArgumentException("maxSge=" + maxSge + " (expected >= 1)");
@@ -28,23 +32,33 @@ public final class RecvWorkRequest {
         }
     }
 
-    /** @return the user's identifier */
+    /** {@return the user's identifier} */
     public long wrId() {
         return wrId;
     }
 
-    /** @param wrId identifier returned in the completion @return this */
+    /**
+     * Sets identifier returned in the completion.
+     *
+     * @param wrId identifier returned in the completion
+     * @return this
+     */
     public RecvWorkRequest wrId(long wrId) {
         this.wrId = wrId;
         return this;
     }
 
-    /** @return entries in use */
+    /** {@return entries in use} */
     public int numSge() {
         return numSge;
     }
 
-    /** @param numSge entries in use @return this */
+    /**
+     * Sets entries in use.
+     *
+     * @param numSge entries in use
+     * @return this
+     */
     public RecvWorkRequest numSge(int numSge) {
         if (numSge < 0 || numSge > sgList.length) {
             throw new IllegalArgumentException("numSge=" + numSge + " (expected 0.." + sgList.length + ")");
@@ -53,21 +67,26 @@ public final class RecvWorkRequest {
         return this;
     }
 
-    /** @return capacity */
+    /** {@return capacity} */
     public int maxSge() {
         return sgList.length;
     }
 
-    /** @param i index @return the i-th scatter entry */
+    /**
+     * {@return the i-th scatter entry}
+     *
+     * @param i index
+     */
     public ScatterGatherEntry sge(int i) {
         return sgList[i];
     }
 
     /**
+     * {@return this, with one scatter entry}
+     *
      * @param addr   address
      * @param length length
      * @param lkey   L_Key
-     * @return this, with one scatter entry
      */
     public RecvWorkRequest singleSge(long addr, int length, int lkey) {
         sgList[0].set(addr, length, lkey);
@@ -75,14 +94,15 @@ public final class RecvWorkRequest {
         return this;
     }
 
-    /** @return why the last post of this request was refused, or null if it was accepted */
+    /** {@return why the last post of this request was refused, or null if it was accepted} */
     public Errno postError() {
         return postError;
     }
 
     /**
-     * @return what was wrong with the last refused post and what to do about it (for example "QP 0x11 is in
-     *         RESET: ..."), or null if it was accepted; the errno alone when the provider gave no sentence
+     * {@return what was wrong with the last refused post and what to do about it (for example "QP 0x11 is in
+     * RESET: ..."), or null if it was accepted; the errno alone when the provider gave no sentence}
+     *
      */
     public String postErrorMessage() {
         return postError == null ? null : postErrorMessage != null ? postErrorMessage : postError.name();

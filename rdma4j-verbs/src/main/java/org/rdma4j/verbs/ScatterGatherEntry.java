@@ -18,9 +18,11 @@ public final class ScatterGatherEntry {
     }
 
     /**
-     * @param addr   start address (the registered segment's address plus an offset)
+     * Creates an entry.
+     *
+     * @param addr start address (the registered segment's address plus an offset)
      * @param length length in bytes
-     * @param lkey   the memory region's L_Key
+     * @param lkey the memory region's L_Key
      */
     public ScatterGatherEntry(long addr, int length, int lkey) {
         set(addr, length, lkey);
@@ -83,40 +85,55 @@ public final class ScatterGatherEntry {
         return this;
     }
 
-    /** @return the CPU memory given with {@link #inline} or {@link #dma}, or null */
+    /** {@return the CPU memory given with {@link #inline} or {@link #dma}, or null} */
     public MemorySegment segment() {
         return segment;
     }
 
-    /** @return the start address */
+    /** {@return the start address} */
     public long addr() {
         return addr;
     }
 
-    /** @return the length in bytes */
+    /** {@return the length in bytes} */
     public int length() {
         return length;
     }
 
-    /** @return the L_Key */
+    /** {@return the L_Key} */
     public int lkey() {
         return lkey;
     }
 
-    /** @param addr start address @return this */
+    /**
+     * Sets the start address.
+     *
+     * @param addr start address
+     * @return this
+     */
     public ScatterGatherEntry addr(long addr) {
         this.addr = addr;
         this.segment = null;
         return this;
     }
 
-    /** @param length length in bytes @return this */
+    /**
+     * Sets the length in bytes.
+     *
+     * @param length length in bytes
+     * @return this
+     */
     public ScatterGatherEntry length(int length) {
         this.length = length;
         return this;
     }
 
-    /** @param lkey L_Key @return this */
+    /**
+     * Sets L_Key.
+     *
+     * @param lkey L_Key
+     * @return this
+     */
     public ScatterGatherEntry lkey(int lkey) {
         this.lkey = lkey;
         return this;

@@ -30,6 +30,8 @@ public final class SendWorkRequest {
     }
 
     /**
+     * Creates a SEND request with no SGEs.
+     *
      * @param maxSge how many scatter/gather entries this object can hold
      */
     public SendWorkRequest(int maxSge) {
@@ -42,7 +44,11 @@ public final class SendWorkRequest {
         }
     }
 
-    /** Resets every field to its default (SEND, no flags, no SGEs). @return this */
+    /**
+     * Resets every field to its default (SEND, no flags, no SGEs).
+     *
+     * @return this
+     */
     public SendWorkRequest clear() {
         wrId = 0;
         opcode = WrOpcode.SEND;
@@ -61,56 +67,78 @@ public final class SendWorkRequest {
         return this;
     }
 
-    /** @return the user's identifier, returned in the completion */
+    /** {@return the user's identifier, returned in the completion} */
     public long wrId() {
         return wrId;
     }
 
-    /** @param wrId identifier returned in the completion @return this */
+    /**
+     * Sets identifier returned in the completion.
+     *
+     * @param wrId identifier returned in the completion
+     * @return this
+     */
     public SendWorkRequest wrId(long wrId) {
         this.wrId = wrId;
         return this;
     }
 
-    /** @return the opcode */
+    /** {@return the opcode} */
     public WrOpcode opcode() {
         return opcode;
     }
 
-    /** @param opcode the operation @return this */
+    /**
+     * Sets the operation.
+     *
+     * @param opcode the operation
+     * @return this
+     */
     public SendWorkRequest opcode(WrOpcode opcode) {
         this.opcode = opcode;
         return this;
     }
 
-    /** @return the {@link SendFlags} bit mask */
+    /** {@return the {@link SendFlags} bit mask} */
     public int sendFlags() {
         return sendFlags;
     }
 
-    /** @param sendFlags a {@link SendFlags} bit mask @return this */
+    /**
+     * Sets a {@link SendFlags} bit mask.
+     *
+     * @param sendFlags a {@link SendFlags} bit mask
+     * @return this
+     */
     public SendWorkRequest sendFlags(int sendFlags) {
         this.sendFlags = sendFlags;
         return this;
     }
 
-    /** @return immediate data (the 32 bits sent in network order) */
+    /** {@return immediate data (the 32 bits sent in network order)} */
     public int immData() {
         return immData;
     }
 
-    /** @param immData immediate data for the _WITH_IMM opcodes @return this */
+    /**
+     * Sets immediate data for the _WITH_IMM opcodes.
+     *
+     * @param immData immediate data for the _WITH_IMM opcodes
+     * @return this
+     */
     public SendWorkRequest immData(int immData) {
         this.immData = immData;
         return this;
     }
 
-    /** @return the number of scatter/gather entries in use */
+    /** {@return the number of scatter/gather entries in use} */
     public int numSge() {
         return numSge;
     }
 
     /**
+     * Sets the number of entries of {@link #sge(int)} in use.
+     *
      * @param numSge number of entries of {@link #sge(int)} in use
      * @return this
      */
@@ -122,14 +150,15 @@ public final class SendWorkRequest {
         return this;
     }
 
-    /** @return how many entries this object can hold */
+    /** {@return how many entries this object can hold} */
     public int maxSge() {
         return sgList.length;
     }
 
     /**
+     * {@return the i-th scatter/gather entry, to read or fill in}
+     *
      * @param i index below {@link #maxSge()}
-     * @return the i-th scatter/gather entry, to read or fill in
      */
     public ScatterGatherEntry sge(int i) {
         return sgList[i];
@@ -149,78 +178,110 @@ public final class SendWorkRequest {
         return this;
     }
 
-    /** @return the remote virtual address for RDMA and atomic operations */
+    /** {@return the remote virtual address for RDMA and atomic operations} */
     public long remoteAddr() {
         return remoteAddr;
     }
 
-    /** @param remoteAddr remote address @return this */
+    /**
+     * Sets remote address.
+     *
+     * @param remoteAddr remote address
+     * @return this
+     */
     public SendWorkRequest remoteAddr(long remoteAddr) {
         this.remoteAddr = remoteAddr;
         return this;
     }
 
-    /** @return the remote R_Key */
+    /** {@return the remote R_Key} */
     public int rkey() {
         return rkey;
     }
 
-    /** @param rkey the remote region's R_Key @return this */
+    /**
+     * Sets the remote region's R_Key.
+     *
+     * @param rkey the remote region's R_Key
+     * @return this
+     */
     public SendWorkRequest rkey(int rkey) {
         this.rkey = rkey;
         return this;
     }
 
-    /** @return compare value (CMP_AND_SWP) or addend (FETCH_AND_ADD) */
+    /** {@return compare value (CMP_AND_SWP) or addend (FETCH_AND_ADD)} */
     public long compareAdd() {
         return compareAdd;
     }
 
-    /** @param compareAdd compare value or addend @return this */
+    /**
+     * Sets compare value or addend.
+     *
+     * @param compareAdd compare value or addend
+     * @return this
+     */
     public SendWorkRequest compareAdd(long compareAdd) {
         this.compareAdd = compareAdd;
         return this;
     }
 
-    /** @return swap value (CMP_AND_SWP) */
+    /** {@return swap value (CMP_AND_SWP)} */
     public long swap() {
         return swap;
     }
 
-    /** @param swap swap value @return this */
+    /**
+     * Sets swap value.
+     *
+     * @param swap swap value
+     * @return this
+     */
     public SendWorkRequest swap(long swap) {
         this.swap = swap;
         return this;
     }
 
-    /** @return the UD address handle */
+    /** {@return the UD address handle} */
     public AddressHandle ah() {
         return ah;
     }
 
-    /** @param ah address handle of the UD destination @return this */
+    /**
+     * Sets address handle of the UD destination.
+     *
+     * @param ah address handle of the UD destination
+     * @return this
+     */
     public SendWorkRequest ah(AddressHandle ah) {
         this.ah = ah;
         return this;
     }
 
-    /** @return the UD destination QP number */
+    /** {@return the UD destination QP number} */
     public int remoteQpn() {
         return remoteQpn;
     }
 
-    /** @param remoteQpn UD destination QP number @return this */
+    /**
+     * Sets UD destination QP number.
+     *
+     * @param remoteQpn UD destination QP number
+     * @return this
+     */
     public SendWorkRequest remoteQpn(int remoteQpn) {
         this.remoteQpn = remoteQpn;
         return this;
     }
 
-    /** @return the UD destination Q_Key */
+    /** {@return the UD destination Q_Key} */
     public int remoteQkey() {
         return remoteQkey;
     }
 
     /**
+     * Sets the UD destination Q_Key. Linux rxe (and the soft device) send it as given, also with bit 31 set; HCAs that implement IBA C10-15 (controlled Q_Keys) send the QP's own Q_Key instead when bit 31 is set, so portable code gives the receiver's Q_Key here.
+     *
      * @param remoteQkey UD destination Q_Key. Linux rxe (and the soft device) send it as given, also with bit
      *                   31 set; HCAs that implement IBA C10-15 (controlled Q_Keys) send the QP's own Q_Key
      *                   instead when bit 31 is set, so portable code gives the receiver's Q_Key here
@@ -231,14 +292,15 @@ public final class SendWorkRequest {
         return this;
     }
 
-    /** @return why the last post of this request was refused, or null if it was accepted */
+    /** {@return why the last post of this request was refused, or null if it was accepted} */
     public Errno postError() {
         return postError;
     }
 
     /**
-     * @return what was wrong with the last refused post and what to do about it (for example "QP 0x11 is in
-     *         RESET: ..."), or null if it was accepted; the errno alone when the provider gave no sentence
+     * {@return what was wrong with the last refused post and what to do about it (for example "QP 0x11 is in
+     * RESET: ..."), or null if it was accepted; the errno alone when the provider gave no sentence}
+     *
      */
     public String postErrorMessage() {
         return postError == null ? null : postErrorMessage != null ? postErrorMessage : postError.name();

@@ -3,16 +3,16 @@ package org.rdma4j.verbs;
 
 /** A shared receive queue (ibv_srq). Thread-safe. */
 public interface SharedReceiveQueue extends AutoCloseable {
-    /** @return the PD */
+    /** {@return the PD} */
     ProtectionDomain pd();
 
-    /** @return the number of requests it holds */
+    /** {@return the number of requests it holds} */
     int maxWr();
 
-    /** @return scatter entries per request */
+    /** {@return scatter entries per request} */
     int maxSge();
 
-    /** @return the armed limit (0 = disarmed) */
+    /** {@return the armed limit (0 = disarmed)} */
     int limit();
 
     /**

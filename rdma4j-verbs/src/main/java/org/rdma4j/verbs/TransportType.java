@@ -16,12 +16,12 @@ public enum TransportType {
         this.text = text;
     }
 
-    /** @return the ibv_transport_type value */
+    /** {@return the ibv_transport_type value} */
     public int value() {
         return value;
     }
 
-    /** @return what ibv_devinfo prints, e.g. {@code iWARP} */
+    /** {@return what ibv_devinfo prints, e.g. {@code iWARP}} */
     public String text() {
         return text;
     }

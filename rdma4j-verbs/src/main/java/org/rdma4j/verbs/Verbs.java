@@ -12,7 +12,7 @@ public final class Verbs {
     private Verbs() {
     }
 
-    /** @return every device of every provider */
+    /** {@return every device of every provider} */
     public static List<Device> devices() {
         List<Device> all = new ArrayList<>();
         for (VerbsProvider p : ServiceLoader.load(VerbsProvider.class)) {
@@ -22,8 +22,9 @@ public final class Verbs {
     }
 
     /**
+     * {@return the device}
+     *
      * @param name a device name
-     * @return the device
      * @throws VerbsException ENOENT naming the known devices when there is none by that name
      */
     public static Device device(String name) {

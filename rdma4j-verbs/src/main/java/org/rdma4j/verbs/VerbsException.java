@@ -8,10 +8,13 @@ package org.rdma4j.verbs;
 public class VerbsException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
+    /** The errno a Linux provider would return. */
     private final Errno errno;
 
     /**
-     * @param errno   the errno a Linux provider would return
+     * Creates the exception.
+     *
+     * @param errno the errno a Linux provider would return
      * @param message what was wrong, with the offending values
      */
     public VerbsException(Errno errno, String message) {
@@ -19,7 +22,7 @@ public class VerbsException extends RuntimeException {
         this.errno = errno;
     }
 
-    /** @return the errno */
+    /** {@return the errno} */
     public Errno errno() {
         return errno;
     }

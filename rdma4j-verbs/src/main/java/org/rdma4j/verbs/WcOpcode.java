@@ -24,12 +24,12 @@ public enum WcOpcode {
         this.value = value;
     }
 
-    /** @return the ibv_wc_opcode value */
+    /** {@return the ibv_wc_opcode value} */
     public int value() {
         return value;
     }
 
-    /** @return true for completions of receive work requests ({@code opcode & IBV_WC_RECV}) */
+    /** {@return true for completions of receive work requests ({@code opcode & IBV_WC_RECV})} */
     public boolean isReceive() {
         return (value & 128) != 0;
     }

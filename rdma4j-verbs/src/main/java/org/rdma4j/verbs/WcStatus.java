@@ -58,19 +58,20 @@ public enum WcStatus {
         this.description = description;
     }
 
-    /** @return the ibv_wc_status numeric value */
+    /** {@return the ibv_wc_status numeric value} */
     public int value() {
         return ordinal();
     }
 
-    /** @return the text ibv_wc_status_str returns */
+    /** {@return the text ibv_wc_status_str returns} */
     public String description() {
         return description;
     }
 
     /**
+     * {@return the status}
+     *
      * @param value ibv_wc_status numeric value
-     * @return the status
      */
     public static WcStatus ofValue(int value) {
         return VALUES[value];

@@ -72,72 +72,72 @@ public final class WorkCompletion {
         return this;
     }
 
-    /** @return the work request id */
+    /** {@return the work request id} */
     public long wrId() {
         return wrId;
     }
 
-    /** @return the status */
+    /** {@return the status} */
     public WcStatus status() {
         return status;
     }
 
-    /** @return the opcode (valid on success) */
+    /** {@return the opcode (valid on success)} */
     public WcOpcode opcode() {
         return opcode;
     }
 
-    /** @return the vendor error syndrome */
+    /** {@return the vendor error syndrome} */
     public int vendorErr() {
         return vendorErr;
     }
 
-    /** @return bytes received (receive completions; includes the 40-byte GRH area on UD) */
+    /** {@return bytes received (receive completions; includes the 40-byte GRH area on UD)} */
     public int byteLen() {
         return byteLen;
     }
 
-    /** @return immediate data, valid when {@link WcFlags#WITH_IMM} is set */
+    /** {@return immediate data, valid when {@link WcFlags#WITH_IMM} is set} */
     public int immData() {
         return immData;
     }
 
-    /** @return the local QP number */
+    /** {@return the local QP number} */
     public int qpNum() {
         return qpNum;
     }
 
-    /** @return the source QP number (UD receives) */
+    /** {@return the source QP number (UD receives)} */
     public int srcQp() {
         return srcQp;
     }
 
-    /** @return the {@link WcFlags} bit mask */
+    /** {@return the {@link WcFlags} bit mask} */
     public int wcFlags() {
         return wcFlags;
     }
 
-    /** @return the P_Key index (UD receives) */
+    /** {@return the P_Key index (UD receives)} */
     public int pkeyIndex() {
         return pkeyIndex;
     }
 
-    /** @return the source LID (0 on RoCE) */
+    /** {@return the source LID (0 on RoCE)} */
     public int slid() {
         return slid;
     }
 
-    /** @return the service level */
+    /** {@return the service level} */
     public int sl() {
         return sl;
     }
 
-    /** @return the destination LID path bits */
+    /** {@return the destination LID path bits} */
     public int dlidPathBits() {
         return dlidPathBits;
     }
 
-    /** @return true if {@link WcFlags#WITH_IMM} is set */
+    /** {@return true if {@link WcFlags#WITH_IMM} is set} */
     public boolean hasImm() {
         return (wcFlags & WcFlags.WITH_IMM) != 0;
     }

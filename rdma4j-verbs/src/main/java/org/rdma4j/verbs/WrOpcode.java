@@ -32,19 +32,20 @@ public enum WrOpcode {
         this.ud = ud;
     }
 
-    /** @return the ibv_wr_opcode value */
+    /** {@return the ibv_wr_opcode value} */
     public int value() {
         return value;
     }
 
-    /** @return the opcode of this request's send-queue completion */
+    /** {@return the opcode of this request's send-queue completion} */
     public WcOpcode wcOpcode() {
         return wcOpcode;
     }
 
     /**
+     * {@return whether a QP of that type accepts this opcode (ibv_post_send.3 table)}
+     *
      * @param type a QP type
-     * @return whether a QP of that type accepts this opcode (ibv_post_send.3 table)
      */
     public boolean validFor(QpType type) {
         return switch (type) {
@@ -54,17 +55,17 @@ public enum WrOpcode {
         };
     }
 
-    /** @return true for the two atomic opcodes */
+    /** {@return true for the two atomic opcodes} */
     public boolean isAtomic() {
         return this == ATOMIC_CMP_AND_SWP || this == ATOMIC_FETCH_AND_ADD;
     }
 
-    /** @return true for opcodes that carry immediate data */
+    /** {@return true for opcodes that carry immediate data} */
     public boolean hasImm() {
         return this == SEND_WITH_IMM || this == RDMA_WRITE_WITH_IMM;
     }
 
-    /** @return true for RDMA READ and atomics, which need responder resources and a response */
+    /** {@return true for RDMA READ and atomics, which need responder resources and a response} */
     public boolean isReadOrAtomic() {
         return this == RDMA_READ || isAtomic();
     }

@@ -9,6 +9,10 @@ import java.lang.foreign.MemorySegment;
  * credit count, RNR timer or NAK code. Not thread-safe.
  */
 public final class Aeth {
+    /** Creates an {@code Aeth}. */
+    public Aeth() {
+    }
+
     /** Length of the AETH in bytes. */
     public static final int LENGTH = 4;
     /** Syndrome bits 6..5 = 00: ACK; bits 4..0 a credit count. */
@@ -74,13 +78,11 @@ public final class Aeth {
     private long off;
 
     /**
-
+     * Points this view at the header at {@code offset} in {@code segment}.
+     *
      * @param segment memory
-
      * @param offset offset of the header
-
      * @return this
-
      */
     public Aeth wrap(MemorySegment segment, long offset) {
         this.seg = segment;
@@ -88,49 +90,47 @@ public final class Aeth {
         return this;
     }
 
-    /** @return the offset of the header in the segment */
+    /** {@return the offset of the header in the segment} */
     public long offset() {
         return off;
     }
 
-    /** @return the syndrome byte (bit 7 reserved) */
+    /** {@return the syndrome byte (bit 7 reserved)} */
     public int syndrome() {
         return Be.u8(seg, off);
     }
 
     /**
-
+     * Sets the syndrome.
+     *
      * @param v syndrome
-
      * @return this
-
      */
     public Aeth syndrome(int v) {
         Be.u8(seg, off, v);
         return this;
     }
 
-    /** @return the kind of the syndrome: {@link #ACK}, {@link #RNR_NAK}, {@link #NAK} or 0x40 (reserved) */
+    /** {@return the kind of the syndrome: {@link #ACK}, {@link #RNR_NAK}, {@link #NAK} or 0x40 (reserved)} */
     public int kind() {
         return syndrome() & 0x60;
     }
 
-    /** @return syndrome bits 4..0: credit code, RNR timer code or NAK code */
+    /** {@return syndrome bits 4..0: credit code, RNR timer code or NAK code} */
     public int code() {
         return syndrome() & 0x1F;
     }
 
-    /** @return MSN: message sequence number (24 bits) */
+    /** {@return MSN: message sequence number (24 bits)} */
     public int msn() {
         return Be.u24(seg, off + 1);
     }
 
     /**
-
+     * Sets the MSN (24 bits).
+     *
      * @param v MSN (24 bits)
-
      * @return this
-
      */
     public Aeth msn(int v) {
         Be.u24(seg, off + 1, v & 0xFF_FFFF);

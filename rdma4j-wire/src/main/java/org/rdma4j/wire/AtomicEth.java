@@ -8,6 +8,10 @@ import java.lang.foreign.MemorySegment;
  * 12-19 Swap (CmpSwap) or Add (FetchAdd) data, 20-27 Compare data}. Not thread-safe.
  */
 public final class AtomicEth {
+    /** Creates an {@code AtomicEth}. */
+    public AtomicEth() {
+    }
+
     /** Length of the AtomicETH in bytes. */
     public static final int LENGTH = 28;
 
@@ -15,13 +19,11 @@ public final class AtomicEth {
     private long off;
 
     /**
-
+     * Points this view at the header at {@code offset} in {@code segment}.
+     *
      * @param segment memory
-
      * @param offset offset of the header
-
      * @return this
-
      */
     public AtomicEth wrap(MemorySegment segment, long offset) {
         this.seg = segment;
@@ -29,73 +31,69 @@ public final class AtomicEth {
         return this;
     }
 
-    /** @return the offset of the header in the segment */
+    /** {@return the offset of the header in the segment} */
     public long offset() {
         return off;
     }
 
-    /** @return VA (8-byte aligned target) */
+    /** {@return VA (8-byte aligned target)} */
     public long va() {
         return Be.i64(seg, off);
     }
 
     /**
-
+     * Sets the VA.
+     *
      * @param v VA
-
      * @return this
-
      */
     public AtomicEth va(long v) {
         Be.i64(seg, off, v);
         return this;
     }
 
-    /** @return R_Key */
+    /** {@return R_Key} */
     public int rkey() {
         return Be.i32(seg, off + 8);
     }
 
     /**
-
+     * Sets the R_Key.
+     *
      * @param v R_Key
-
      * @return this
-
      */
     public AtomicEth rkey(int v) {
         Be.i32(seg, off + 8, v);
         return this;
     }
 
-    /** @return Swap data (CmpSwap) or Add data (FetchAdd) */
+    /** {@return Swap data (CmpSwap) or Add data (FetchAdd)} */
     public long swapAdd() {
         return Be.i64(seg, off + 12);
     }
 
     /**
-
+     * Sets swap or Add data.
+     *
      * @param v Swap or Add data
-
      * @return this
-
      */
     public AtomicEth swapAdd(long v) {
         Be.i64(seg, off + 12, v);
         return this;
     }
 
-    /** @return Compare data (CmpSwap) */
+    /** {@return Compare data (CmpSwap)} */
     public long compare() {
         return Be.i64(seg, off + 20);
     }
 
     /**
-
+     * Sets compare data.
+     *
      * @param v Compare data
-
      * @return this
-
      */
     public AtomicEth compare(long v) {
         Be.i64(seg, off + 20, v);

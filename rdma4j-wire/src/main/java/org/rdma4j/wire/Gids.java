@@ -20,19 +20,18 @@ public final class Gids {
     }
 
     /**
+     * {@return {@code ::ffff:a.b.c.d} as a new 16-byte array}
+     *
      * @param ipv4 an IPv4 address, big-endian in an int (192.168.1.10 = 0xC0A8010A)
-     * @return {@code ::ffff:a.b.c.d} as a new 16-byte array
      */
     public static byte[] ipv4Mapped(int ipv4) {
         return of(0L, 0x0000_FFFF_0000_0000L | (ipv4 & 0xFFFF_FFFFL));
     }
 
     /**
-
+     * {@return whether the GID is IPv4-mapped ({@code ::ffff:0:0/96})}
+     *
      * @param gid 16 bytes
-
-     * @return whether the GID is IPv4-mapped ({@code ::ffff:0:0/96})
-
      */
     public static boolean isIpv4Mapped(byte[] gid) {
         check(gid);
@@ -40,8 +39,9 @@ public final class Gids {
     }
 
     /**
+     * {@return its IPv4 address, big-endian in an int}
+     *
      * @param gid an IPv4-mapped GID
-     * @return its IPv4 address, big-endian in an int
      * @throws IllegalArgumentException if the GID is not IPv4-mapped
      */
     public static int ipv4(byte[] gid) {
@@ -52,9 +52,10 @@ public final class Gids {
     }
 
     /**
+     * {@return the link-local GID {@code fe80::<modified EUI-64>} (RFC 4291 appendix A: FF FE inserted in the
+     * middle, the universal/local bit inverted), the default GID at index 0 of a RoCE port}
+     *
      * @param mac a 6-byte Ethernet address
-     * @return the link-local GID {@code fe80::<modified EUI-64>} (RFC 4291 appendix A: FF FE inserted in the
-     *         middle, the universal/local bit inverted), the default GID at index 0 of a RoCE port
      */
     public static byte[] linkLocal(byte[] mac) {
         if (mac == null || mac.length != 6) {
@@ -75,11 +76,9 @@ public final class Gids {
     }
 
     /**
-
+     * {@return its GID (IPv4 addresses mapped)}
+     *
      * @param address an IPv4 or IPv6 address
-
-     * @return its GID (IPv4 addresses mapped)
-
      */
     public static byte[] of(InetAddress address) {
         return switch (address) {
@@ -90,11 +89,9 @@ public final class Gids {
     }
 
     /**
-
+     * {@return it, big-endian in an int}
+     *
      * @param address an IPv4 address
-
-     * @return it, big-endian in an int
-
      */
     public static int ipv4(Inet4Address address) {
         byte[] b = address.getAddress();
@@ -102,11 +99,9 @@ public final class Gids {
     }
 
     /**
-
+     * {@return an {@link Inet4Address} for an IPv4-mapped GID, else an {@link Inet6Address}}
+     *
      * @param gid 16 bytes
-
-     * @return an {@link Inet4Address} for an IPv4-mapped GID, else an {@link Inet6Address}
-
      */
     public static InetAddress toInetAddress(byte[] gid) {
         check(gid);
@@ -119,9 +114,10 @@ public final class Gids {
     }
 
     /**
+     * {@return the text inet_ntop(AF_INET6) gives (RFC 5952: lower-case hex, the longest run of two or more zero
+     * groups as "::"), with {@code ::ffff:a.b.c.d} for IPv4-mapped GIDs, as ibv_rc_pingpong prints GIDs}
+     *
      * @param gid 16 bytes
-     * @return the text inet_ntop(AF_INET6) gives (RFC 5952: lower-case hex, the longest run of two or more zero
-     *         groups as "::"), with {@code ::ffff:a.b.c.d} for IPv4-mapped GIDs, as ibv_rc_pingpong prints GIDs
      */
     public static String toString(byte[] gid) {
         check(gid);
@@ -165,11 +161,9 @@ public final class Gids {
     }
 
     /**
-
+     * {@return the high 64 bits, big-endian}
+     *
      * @param gid 16 bytes
-
-     * @return the high 64 bits, big-endian
-
      */
     public static long hi(byte[] gid) {
         check(gid);
@@ -181,11 +175,9 @@ public final class Gids {
     }
 
     /**
-
+     * {@return the low 64 bits, big-endian}
+     *
      * @param gid 16 bytes
-
-     * @return the low 64 bits, big-endian
-
      */
     public static long lo(byte[] gid) {
         check(gid);
@@ -197,13 +189,10 @@ public final class Gids {
     }
 
     /**
-
+     * {@return a new 16-byte GID}
+     *
      * @param hi high 64 bits
-
      * @param lo low 64 bits
-
-     * @return a new 16-byte GID
-
      */
     public static byte[] of(long hi, long lo) {
         byte[] g = new byte[LENGTH];

@@ -150,10 +150,11 @@ public final class Icrc {
     }
 
     /**
+     * {@return the ICRC stored in the last four bytes (read little-endian)}
+     *
      * @param seg memory holding the UDP payload
      * @param off offset of the BTH
      * @param len UDP payload length
-     * @return the ICRC stored in the last four bytes (read little-endian)
      */
     public static int stored(MemorySegment seg, long off, int len) {
         return seg.get(Be.I32_LE, off + len - LENGTH);
@@ -175,11 +176,12 @@ public final class Icrc {
     }
 
     /**
+     * {@return whether the stored ICRC equals the computed one for exactly these IP/UDP fields}
+     *
      * @param ip  IP/UDP fields, the IPv4 ID included
      * @param seg memory holding the UDP payload
      * @param off offset of the BTH
      * @param len UDP payload length
-     * @return whether the stored ICRC equals the computed one for exactly these IP/UDP fields
      */
     public boolean verify(PseudoHeader ip, MemorySegment seg, long off, int len) {
         return compute(ip, seg, off, len) == stored(seg, off, len);
@@ -224,8 +226,9 @@ public final class Icrc {
     }
 
     /**
+     * {@return the 16 vectors {@code crcRaw(e_i || zeros(L))}: how each ID bit (bit 15 = MSB) flips the ICRC}
+     *
      * @param len UDP payload length
-     * @return the 16 vectors {@code crcRaw(e_i || zeros(L))}: how each ID bit (bit 15 = MSB) flips the ICRC
      */
     public static int[] ipv4IdBasis(int len) {
         if (len < MIN_LENGTH || len > MAX_IPV4_UDP_PAYLOAD) {
@@ -240,7 +243,7 @@ public final class Icrc {
         return basis;
     }
 
-    /** @return the cache slot holding the reduced basis for this length, filling it if needed */
+    /** {@return the cache slot holding the reduced basis for this length, filling it if needed} */
     private int solver(int len) {
         int slot = (len >>> 2) & (CACHE - 1);
         if (cacheKey[slot] == len) {

@@ -8,6 +8,10 @@ import java.lang.foreign.MemorySegment;
  * unchanged from the sender's work request to the receiver's completion (a {@code __be32} in verbs).
  */
 public final class ImmDt {
+    /** Creates an {@code ImmDt}. */
+    public ImmDt() {
+    }
+
     /** Length of ImmDt in bytes. */
     public static final int LENGTH = 4;
 
@@ -15,13 +19,11 @@ public final class ImmDt {
     private long off;
 
     /**
-
+     * Points this view at the header at {@code offset} in {@code segment}.
+     *
      * @param segment memory
-
      * @param offset offset of the header
-
      * @return this
-
      */
     public ImmDt wrap(MemorySegment segment, long offset) {
         this.seg = segment;
@@ -29,22 +31,21 @@ public final class ImmDt {
         return this;
     }
 
-    /** @return the offset of the header in the segment */
+    /** {@return the offset of the header in the segment} */
     public long offset() {
         return off;
     }
 
-    /** @return the immediate data, read big-endian */
+    /** {@return the immediate data, read big-endian} */
     public int imm() {
         return Be.i32(seg, off);
     }
 
     /**
-
+     * Sets the immediate data, written big-endian.
+     *
      * @param v immediate data, written big-endian
-
      * @return this
-
      */
     public ImmDt imm(int v) {
         Be.i32(seg, off, v);

@@ -35,8 +35,9 @@ public final class InternetChecksum {
     }
 
     /**
+     * {@return the checksum: the one's complement of the sum folded to 16 bits}
+     *
      * @param sum a sum of {@link #sum} pieces (and of any 16-bit values added by hand)
-     * @return the checksum: the one's complement of the sum folded to 16 bits
      */
     public static int fold(long sum) {
         while ((sum >>> 16) != 0) {

@@ -14,6 +14,10 @@ import java.lang.foreign.MemorySegment;
  * </pre>
  */
 public final class Ipv6Header {
+    /** Creates an {@code Ipv6Header}. */
+    public Ipv6Header() {
+    }
+
     /** Length of the IPv6 fixed header. */
     public static final int LENGTH = 40;
 
@@ -21,13 +25,11 @@ public final class Ipv6Header {
     private long off;
 
     /**
-
+     * Points this view at the header at {@code offset} in {@code segment}.
+     *
      * @param segment memory
-
      * @param offset offset of the header
-
      * @return this
-
      */
     public Ipv6Header wrap(MemorySegment segment, long offset) {
         this.seg = segment;
@@ -35,39 +37,37 @@ public final class Ipv6Header {
         return this;
     }
 
-    /** @return the offset of the header in the segment */
+    /** {@return the offset of the header in the segment} */
     public long offset() {
         return off;
     }
 
-    /** @return Version (6) */
+    /** {@return Version (6)} */
     public int version() {
         return Be.u8(seg, off) >>> 4;
     }
 
     /**
-
+     * Sets version.
+     *
      * @param v Version
-
      * @return this
-
      */
     public Ipv6Header version(int v) {
         Be.bits(seg, off, 0xF0, v << 4);
         return this;
     }
 
-    /** @return Traffic Class */
+    /** {@return Traffic Class} */
     public int trafficClass() {
         return (Be.i32(seg, off) >>> 20) & 0xFF;
     }
 
     /**
-
+     * Sets traffic Class.
+     *
      * @param v Traffic Class
-
      * @return this
-
      */
     public Ipv6Header trafficClass(int v) {
         int w = Be.i32(seg, off);
@@ -75,17 +75,16 @@ public final class Ipv6Header {
         return this;
     }
 
-    /** @return Flow Label (20 bits) */
+    /** {@return Flow Label (20 bits)} */
     public int flowLabel() {
         return Be.i32(seg, off) & 0xF_FFFF;
     }
 
     /**
-
+     * Sets flow Label.
+     *
      * @param v Flow Label
-
      * @return this
-
      */
     public Ipv6Header flowLabel(int v) {
         int w = Be.i32(seg, off);
@@ -93,85 +92,80 @@ public final class Ipv6Header {
         return this;
     }
 
-    /** @return Payload Length (bytes after this header) */
+    /** {@return Payload Length (bytes after this header)} */
     public int payloadLength() {
         return Be.u16(seg, off + 4);
     }
 
     /**
-
+     * Sets payload Length.
+     *
      * @param v Payload Length
-
      * @return this
-
      */
     public Ipv6Header payloadLength(int v) {
         Be.u16(seg, off + 4, v);
         return this;
     }
 
-    /** @return Next Header (17 = UDP) */
+    /** {@return Next Header (17 = UDP)} */
     public int nextHeader() {
         return Be.u8(seg, off + 6);
     }
 
     /**
-
+     * Sets next Header.
+     *
      * @param v Next Header
-
      * @return this
-
      */
     public Ipv6Header nextHeader(int v) {
         Be.u8(seg, off + 6, v);
         return this;
     }
 
-    /** @return Hop Limit */
+    /** {@return Hop Limit} */
     public int hopLimit() {
         return Be.u8(seg, off + 7);
     }
 
     /**
-
+     * Sets hop Limit.
+     *
      * @param v Hop Limit
-
      * @return this
-
      */
     public Ipv6Header hopLimit(int v) {
         Be.u8(seg, off + 7, v);
         return this;
     }
 
-    /** @return the source address's high 64 bits */
+    /** {@return the source address's high 64 bits} */
     public long sourceHi() {
         return Be.i64(seg, off + 8);
     }
 
-    /** @return the source address's low 64 bits */
+    /** {@return the source address's low 64 bits} */
     public long sourceLo() {
         return Be.i64(seg, off + 16);
     }
 
-    /** @return the destination address's high 64 bits */
+    /** {@return the destination address's high 64 bits} */
     public long destinationHi() {
         return Be.i64(seg, off + 24);
     }
 
-    /** @return the destination address's low 64 bits */
+    /** {@return the destination address's low 64 bits} */
     public long destinationLo() {
         return Be.i64(seg, off + 32);
     }
 
     /**
-
+     * Sets the source address from its two halves.
+     *
      * @param hi high 64 bits
-
      * @param lo low 64 bits
-
      * @return this
-
      */
     public Ipv6Header source(long hi, long lo) {
         Be.i64(seg, off + 8, hi);
@@ -180,13 +174,11 @@ public final class Ipv6Header {
     }
 
     /**
-
+     * Sets the destination address from its two halves.
+     *
      * @param hi high 64 bits
-
      * @param lo low 64 bits
-
      * @return this
-
      */
     public Ipv6Header destination(long hi, long lo) {
         Be.i64(seg, off + 24, hi);
@@ -195,33 +187,31 @@ public final class Ipv6Header {
     }
 
     /**
-
+     * Sets the 16 bytes.
+     *
      * @param addr 16 bytes
-
      * @return this
-
      */
     public Ipv6Header source(byte[] addr) {
         return source(Gids.hi(addr), Gids.lo(addr));
     }
 
     /**
-
+     * Sets the 16 bytes.
+     *
      * @param addr 16 bytes
-
      * @return this
-
      */
     public Ipv6Header destination(byte[] addr) {
         return destination(Gids.hi(addr), Gids.lo(addr));
     }
 
-    /** @return the source address as a new 16-byte array (allocates: not for hot paths) */
+    /** {@return the source address as a new 16-byte array (allocates: not for hot paths)} */
     public byte[] source() {
         return Gids.of(sourceHi(), sourceLo());
     }
 
-    /** @return the destination address as a new 16-byte array (allocates: not for hot paths) */
+    /** {@return the destination address as a new 16-byte array (allocates: not for hot paths)} */
     public byte[] destination() {
         return Gids.of(destinationHi(), destinationLo());
     }

@@ -41,7 +41,9 @@ public final class PcapWriter implements Closeable {
     private boolean ipv4UdpChecksum;
 
     /**
-     * @param out    where the file goes; the global header is written at once
+     * Starts a pcap file of Ethernet frames.
+     *
+     * @param out where the file goes; the global header is written at once
      * @param srcMac Ethernet source address (6 bytes)
      * @param dstMac Ethernet destination address (6 bytes)
      * @throws IOException from the channel
@@ -73,11 +75,10 @@ public final class PcapWriter implements Closeable {
     }
 
     /**
-
+     * Sets the IPv4 TTL / IPv6 hop limit of the following records (default 64).
+     *
      * @param v IPv4 TTL / IPv6 hop limit of the following records (default 64)
-
      * @return this
-
      */
     public PcapWriter ttl(int v) {
         ttl = v & 0xFF;
@@ -85,11 +86,10 @@ public final class PcapWriter implements Closeable {
     }
 
     /**
-
+     * Sets the IPv4 TOS / IPv6 traffic class of the following records (default 0).
+     *
      * @param v IPv4 TOS / IPv6 traffic class of the following records (default 0)
-
      * @return this
-
      */
     public PcapWriter trafficClass(int v) {
         trafficClass = v & 0xFF;
@@ -97,6 +97,8 @@ public final class PcapWriter implements Closeable {
     }
 
     /**
+     * Sets whether IPv4 frames carry a computed UDP checksum (default false: 0, as rxe sends; IPv6 frames always carry one, as the kernel's UDP stack sends them).
+     *
      * @param v whether IPv4 frames carry a computed UDP checksum (default false: 0, as rxe sends; IPv6 frames
      *          always carry one, as the kernel's UDP stack sends them)
      * @return this

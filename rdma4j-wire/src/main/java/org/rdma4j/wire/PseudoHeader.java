@@ -9,6 +9,10 @@ package org.rdma4j.wire;
  * per QP (addresses, ports; ID 0 with DF, see {@link Icrc}), a receiver per datagram. Not thread-safe.
  */
 public final class PseudoHeader {
+    /** Creates a {@code PseudoHeader}. */
+    public PseudoHeader() {
+    }
+
     private boolean ipv6;
     private int src4;
     private int dst4;
@@ -72,13 +76,11 @@ public final class PseudoHeader {
     }
 
     /**
-
+     * Sets the UDP ports.
+     *
      * @param src UDP source port
-
      * @param dst UDP destination port (normally {@link Roce#UDP_PORT})
-
      * @return this
-
      */
     public PseudoHeader ports(int src, int dst) {
         srcPort = src & 0xFFFF;
@@ -87,11 +89,10 @@ public final class PseudoHeader {
     }
 
     /**
-
+     * Sets the IPv4 Identification (16 bits).
+     *
      * @param id IPv4 Identification (16 bits)
-
      * @return this
-
      */
     public PseudoHeader ipId(int id) {
         ipId = id & 0xFFFF;
@@ -99,11 +100,10 @@ public final class PseudoHeader {
     }
 
     /**
-
+     * Sets the IPv4 flags and fragment offset word (default {@link Ipv4Header#FLAG_DF}).
+     *
      * @param v IPv4 flags and fragment offset word (default {@link Ipv4Header#FLAG_DF})
-
      * @return this
-
      */
     public PseudoHeader flagsFragment(int v) {
         flagsFragment = v & 0xFFFF;
@@ -134,72 +134,72 @@ public final class PseudoHeader {
                 .ports(udp.sourcePort(), udp.destinationPort());
     }
 
-    /** @return whether the framing is IPv6 */
+    /** {@return whether the framing is IPv6} */
     public boolean isIpv6() {
         return ipv6;
     }
 
-    /** @return the IPv4 source address */
+    /** {@return the IPv4 source address} */
     public int ipv4Source() {
         return src4;
     }
 
-    /** @return the IPv4 destination address */
+    /** {@return the IPv4 destination address} */
     public int ipv4Destination() {
         return dst4;
     }
 
-    /** @return the IPv4 Identification */
+    /** {@return the IPv4 Identification} */
     public int ipId() {
         return ipId;
     }
 
-    /** @return the IPv4 flags/fragment word */
+    /** {@return the IPv4 flags/fragment word} */
     public int flagsFragment() {
         return flagsFragment;
     }
 
-    /** @return IPv6 source, high 64 bits */
+    /** {@return IPv6 source, high 64 bits} */
     public long ipv6SourceHi() {
         return srcHi;
     }
 
-    /** @return IPv6 source, low 64 bits */
+    /** {@return IPv6 source, low 64 bits} */
     public long ipv6SourceLo() {
         return srcLo;
     }
 
-    /** @return IPv6 destination, high 64 bits */
+    /** {@return IPv6 destination, high 64 bits} */
     public long ipv6DestinationHi() {
         return dstHi;
     }
 
-    /** @return IPv6 destination, low 64 bits */
+    /** {@return IPv6 destination, low 64 bits} */
     public long ipv6DestinationLo() {
         return dstLo;
     }
 
-    /** @return UDP source port */
+    /** {@return UDP source port} */
     public int sourcePort() {
         return srcPort;
     }
 
-    /** @return UDP destination port */
+    /** {@return UDP destination port} */
     public int destinationPort() {
         return dstPort;
     }
 
-    /** @return the source as a GID (IPv4-mapped for IPv4; allocates) */
+    /** {@return the source as a GID (IPv4-mapped for IPv4; allocates)} */
     public byte[] sourceGid() {
         return ipv6 ? Gids.of(srcHi, srcLo) : Gids.ipv4Mapped(src4);
     }
 
-    /** @return the destination as a GID (IPv4-mapped for IPv4; allocates) */
+    /** {@return the destination as a GID (IPv4-mapped for IPv4; allocates)} */
     public byte[] destinationGid() {
         return ipv6 ? Gids.of(dstHi, dstLo) : Gids.ipv4Mapped(dst4);
     }
 
-    /** @return bytes of IP header: 20 or 40 */
+    /** {@return bytes of IP header: 20 or 40} */
     public int ipHeaderLength() {
         return ipv6 ? Ipv6Header.LENGTH : Ipv4Header.LENGTH;
     }

@@ -8,6 +8,10 @@ import java.lang.foreign.MemorySegment;
  * 12-15 DMA Length}. Carried by RDMA WRITE FIRST/ONLY, READ REQUEST, ATOMIC_WRITE and FLUSH. Not thread-safe.
  */
 public final class Reth {
+    /** Creates a {@code Reth}. */
+    public Reth() {
+    }
+
     /** Length of the RETH in bytes. */
     public static final int LENGTH = 16;
 
@@ -15,13 +19,11 @@ public final class Reth {
     private long off;
 
     /**
-
+     * Points this view at the header at {@code offset} in {@code segment}.
+     *
      * @param segment memory
-
      * @param offset offset of the header
-
      * @return this
-
      */
     public Reth wrap(MemorySegment segment, long offset) {
         this.seg = segment;
@@ -29,56 +31,53 @@ public final class Reth {
         return this;
     }
 
-    /** @return the offset of the header in the segment */
+    /** {@return the offset of the header in the segment} */
     public long offset() {
         return off;
     }
 
-    /** @return VA: the remote virtual address */
+    /** {@return VA: the remote virtual address} */
     public long va() {
         return Be.i64(seg, off);
     }
 
     /**
-
+     * Sets the VA.
+     *
      * @param v VA
-
      * @return this
-
      */
     public Reth va(long v) {
         Be.i64(seg, off, v);
         return this;
     }
 
-    /** @return R_Key */
+    /** {@return R_Key} */
     public int rkey() {
         return Be.i32(seg, off + 8);
     }
 
     /**
-
+     * Sets the R_Key.
+     *
      * @param v R_Key
-
      * @return this
-
      */
     public Reth rkey(int v) {
         Be.i32(seg, off + 8, v);
         return this;
     }
 
-    /** @return DMA Length, the whole message's length (unsigned 32 bits in an int) */
+    /** {@return DMA Length, the whole message's length (unsigned 32 bits in an int)} */
     public int dmaLength() {
         return Be.i32(seg, off + 12);
     }
 
     /**
-
+     * Sets the DMA Length.
+     *
      * @param v DMA Length
-
      * @return this
-
      */
     public Reth dmaLength(int v) {
         Be.i32(seg, off + 12, v);

@@ -26,9 +26,10 @@ public final class Roce {
     }
 
     /**
+     * {@return Linux's generic hash_32(value, bits): the top {@code bits} bits of value * GOLDEN_RATIO_32}
+     *
      * @param value a 32-bit value
      * @param bits  1..32
-     * @return Linux's generic hash_32(value, bits): the top {@code bits} bits of value * GOLDEN_RATIO_32
      */
     public static int hash32(int value, int bits) {
         if (bits < 1 || bits > 32) {

@@ -204,55 +204,47 @@ public final class RoceOpcode {
     }
 
     /**
-
+     * {@return whether it is in this table}
+     *
      * @param opcode a BTH opcode
-
-     * @return whether it is in this table
-
      */
     public static boolean known(int opcode) {
         return MASK[opcode & 0xFF] != 0;
     }
 
     /**
-
+     * {@return its M_ bits, 0 for an opcode not in the table}
+     *
      * @param opcode a BTH opcode
-
-     * @return its M_ bits, 0 for an opcode not in the table
-
      */
     public static int mask(int opcode) {
         return MASK[opcode & 0xFF];
     }
 
     /**
-
+     * {@return whether the opcode has any of them}
+     *
      * @param opcode a BTH opcode
-
      * @param m M_ bits
-
-     * @return whether the opcode has any of them
-
      */
     public static boolean has(int opcode, int m) {
         return (MASK[opcode & 0xFF] & m) != 0;
     }
 
     /**
-
+     * {@return bytes of BTH + extension headers, 0 if unknown}
+     *
      * @param opcode a known BTH opcode
-
-     * @return bytes of BTH + extension headers, 0 if unknown
-
      */
     public static int headerLength(int opcode) {
         return LENGTH[opcode & 0xFF];
     }
 
     /**
+     * {@return the header's offset from the BTH's first byte, -1 if the opcode does not carry it}
+     *
      * @param opcode a BTH opcode
      * @param header one of M_RETH, M_ATMETH, M_AETH, M_ATMACK, M_IMMDT, M_IETH, M_DETH, M_FETH
-     * @return the header's offset from the BTH's first byte, -1 if the opcode does not carry it
      */
     public static int offset(int opcode, int header) {
         if (MASK[opcode & 0xFF] == 0 || Integer.bitCount(header) != 1 || header > M_FETH) {
@@ -262,11 +254,9 @@ public final class RoceOpcode {
     }
 
     /**
-
+     * {@return e.g. "RC_SEND_ONLY", or "0x81" style hex for an unknown opcode}
+     *
      * @param opcode a BTH opcode
-
-     * @return e.g. "RC_SEND_ONLY", or "0x81" style hex for an unknown opcode
-
      */
     public static String name(int opcode) {
         if ((opcode & 0xFF) == CNP) {
@@ -277,22 +267,18 @@ public final class RoceOpcode {
     }
 
     /**
-
+     * {@return its transport prefix (top three bits)}
+     *
      * @param opcode a BTH opcode
-
-     * @return its transport prefix (top three bits)
-
      */
     public static int transport(int opcode) {
         return opcode & 0xE0;
     }
 
     /**
-
+     * {@return its operation (low five bits)}
+     *
      * @param opcode a BTH opcode
-
-     * @return its operation (low five bits)
-
      */
     public static int operation(int opcode) {
         return opcode & 0x1F;

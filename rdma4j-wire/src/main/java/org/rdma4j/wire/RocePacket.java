@@ -30,6 +30,10 @@ import static org.rdma4j.wire.RoceOpcode.M_START;
  * {@link #payloadOffset()}, {@code pkt.seal(icrc, ip)}, send n bytes.
  */
 public final class RocePacket {
+    /** Creates a {@code RocePacket}. */
+    public RocePacket() {
+    }
+
     private final Bth bth = new Bth();
     private final Reth reth = new Reth();
     private final AtomicEth atomicEth = new AtomicEth();
@@ -254,141 +258,173 @@ public final class RocePacket {
     }
 
     /**
-     * @return whether the headers can be read: the last wrap returned OK, CNP, BAD_LENGTH or BAD_PAD (its headers
-     *         are all present), or build succeeded
+     * {@return whether the headers can be read: the last wrap returned OK, CNP, BAD_LENGTH or BAD_PAD (its
+     * headers are all present), or build succeeded}
+     *
      */
     public boolean isValid() {
         return valid;
     }
 
-    /** @return the BTH view */
+    /** {@return the BTH view} */
     public Bth bth() {
         requireValid();
         return bth;
     }
 
-    /** @return the RETH view @throws IllegalStateException if the opcode carries none */
+    /**
+     * {@return the RETH view}
+     *
+     * @throws IllegalStateException if the opcode carries none
+     */
     public Reth reth() {
         return header(reth, M_RETH, "RETH");
     }
 
-    /** @return the AtomicETH view @throws IllegalStateException if the opcode carries none */
+    /**
+     * {@return the AtomicETH view}
+     *
+     * @throws IllegalStateException if the opcode carries none
+     */
     public AtomicEth atomicEth() {
         return header(atomicEth, M_ATMETH, "AtomicETH");
     }
 
-    /** @return the AETH view @throws IllegalStateException if the opcode carries none */
+    /**
+     * {@return the AETH view}
+     *
+     * @throws IllegalStateException if the opcode carries none
+     */
     public Aeth aeth() {
         return header(aeth, M_AETH, "AETH");
     }
 
-    /** @return the AtomicAckETH view @throws IllegalStateException if the opcode carries none */
+    /**
+     * {@return the AtomicAckETH view}
+     *
+     * @throws IllegalStateException if the opcode carries none
+     */
     public AtomicAckEth atomicAckEth() {
         return header(atomicAckEth, M_ATMACK, "AtomicAckETH");
     }
 
-    /** @return the ImmDt view @throws IllegalStateException if the opcode carries none */
+    /**
+     * {@return the ImmDt view}
+     *
+     * @throws IllegalStateException if the opcode carries none
+     */
     public ImmDt immDt() {
         return header(immDt, M_IMMDT, "ImmDt");
     }
 
-    /** @return the IETH view @throws IllegalStateException if the opcode carries none */
+    /**
+     * {@return the IETH view}
+     *
+     * @throws IllegalStateException if the opcode carries none
+     */
     public Ieth ieth() {
         return header(ieth, M_IETH, "IETH");
     }
 
-    /** @return the DETH view @throws IllegalStateException if the opcode carries none */
+    /**
+     * {@return the DETH view}
+     *
+     * @throws IllegalStateException if the opcode carries none
+     */
     public Deth deth() {
         return header(deth, M_DETH, "DETH");
     }
 
-    /** @return the FETH view @throws IllegalStateException if the opcode carries none */
+    /**
+     * {@return the FETH view}
+     *
+     * @throws IllegalStateException if the opcode carries none
+     */
     public Feth feth() {
         return header(feth, M_FETH, "FETH");
     }
 
-    /** @return the segment last wrapped or built in */
+    /** {@return the segment last wrapped or built in} */
     public MemorySegment segment() {
         return seg;
     }
 
-    /** @return the offset of the BTH in the segment */
+    /** {@return the offset of the BTH in the segment} */
     public long offset() {
         return off;
     }
 
-    /** @return the UDP payload length: BTH through ICRC */
+    /** {@return the UDP payload length: BTH through ICRC} */
     public int length() {
         return length;
     }
 
-    /** @return the BTH opcode, -1 if the packet was too short to have one */
+    /** {@return the BTH opcode, -1 if the packet was too short to have one} */
     public int opcode() {
         return opcode;
     }
 
-    /** @return the opcode's {@link RoceOpcode} M_ bits (0 for CNP) */
+    /** {@return the opcode's {@link RoceOpcode} M_ bits (0 for CNP)} */
     public int mask() {
         return mask;
     }
 
     /**
-
+     * {@return whether the opcode has any of them}
+     *
      * @param m M_ bits
-
-     * @return whether the opcode has any of them
-
      */
     public boolean has(int m) {
         return (mask & m) != 0;
     }
 
-    /** @return whether this is a response (ACK, atomic ACK, READ response) */
+    /** {@return whether this is a response (ACK, atomic ACK, READ response)} */
     public boolean isResponse() {
         return (mask & M_ACK) != 0;
     }
 
-    /** @return BTH + extension headers, in bytes */
+    /** {@return BTH + extension headers, in bytes} */
     public int headerLength() {
         return headerLength;
     }
 
-    /** @return the payload's offset in the segment */
+    /** {@return the payload's offset in the segment} */
     public long payloadOffset() {
         return off + headerLength;
     }
 
-    /** @return payload bytes (without pad) */
+    /** {@return payload bytes (without pad)} */
     public int payloadLength() {
         return payloadLength;
     }
 
-    /** @return pad bytes between payload and ICRC */
+    /** {@return pad bytes between payload and ICRC} */
     public int padCount() {
         return pad;
     }
 
-    /** @return the ICRC's offset in the segment */
+    /** {@return the ICRC's offset in the segment} */
     public long icrcOffset() {
         return off + length - Icrc.LENGTH;
     }
 
-    /** @return the stored ICRC (read little-endian) */
+    /** {@return the stored ICRC (read little-endian)} */
     public int storedIcrc() {
         requireValid();
         return Icrc.stored(seg, off, length);
     }
 
     /**
+     * {@return the header's offset in the segment, -1 if the opcode does not carry it}
+     *
      * @param header one M_ header bit
-     * @return the header's offset in the segment, -1 if the opcode does not carry it
      */
     public long headerOffset(int header) {
         int o = RoceOpcode.offset(opcode, header);
         return o < 0 ? -1 : off + o;
     }
 
-    /** @return a slice over the payload (allocates: for tests and tools, not the data path) */
+    /** {@return a slice over the payload (allocates: for tests and tools, not the data path)} */
     public MemorySegment payload() {
         requireValid();
         return seg.asSlice(payloadOffset(), payloadLength);

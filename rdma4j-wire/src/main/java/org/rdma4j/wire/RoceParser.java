@@ -41,9 +41,9 @@ public final class RoceParser {
     }
 
     /**
-
+     * Creates a parser.
+     *
      * @param check how {@link #parse} checks the ICRC
-
      */
     public RoceParser(IcrcCheck check) {
         this.check = check;
@@ -177,46 +177,45 @@ public final class RoceParser {
         return s;
     }
 
-    /** @return the IP/UDP fields of the last packet given to {@link #parseIpPacket} */
+    /** {@return the IP/UDP fields of the last packet given to {@link #parseIpPacket}} */
     public PseudoHeader ipFields() {
         return ipFields;
     }
 
     /**
-     * @return the IPv4 identification of the last packet accepted with an ICRC check (solved or given), -1 for
-     *         IPv6 or when the ICRC was not checked
+     * {@return the IPv4 identification of the last packet accepted with an ICRC check (solved or given), -1 for
+     * IPv6 or when the ICRC was not checked}
+     *
      */
     public int lastIpv4Id() {
         return lastIpv4Id;
     }
 
-    /** @return the ICRC calculator this parser uses (same thread only) */
+    /** {@return the ICRC calculator this parser uses (same thread only)} */
     public Icrc icrc() {
         return icrc;
     }
 
-    /** @return how {@link #parse} checks the ICRC */
+    /** {@return how {@link #parse} checks the ICRC} */
     public IcrcCheck icrcCheck() {
         return check;
     }
 
     /**
-
+     * {@return how many parses ended with it}
+     *
      * @param s a status
-
-     * @return how many parses ended with it
-
      */
     public long count(RoceStatus s) {
         return counts[s.ordinal()];
     }
 
-    /** @return packets accepted (OK) */
+    /** {@return packets accepted (OK)} */
     public long accepted() {
         return counts[RoceStatus.OK.ordinal()];
     }
 
-    /** @return packets dropped, all reasons (CNPs included) */
+    /** {@return packets dropped, all reasons (CNPs included)} */
     public long dropped() {
         long n = 0;
         for (int i = 0; i < counts.length; i++) {

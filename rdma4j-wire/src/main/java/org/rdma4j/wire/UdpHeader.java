@@ -9,6 +9,10 @@ import java.lang.foreign.MemorySegment;
  * ICRC masks it. Not thread-safe.
  */
 public final class UdpHeader {
+    /** Creates an {@code UdpHeader}. */
+    public UdpHeader() {
+    }
+
     /** Length of the UDP header. */
     public static final int LENGTH = 8;
 
@@ -16,13 +20,11 @@ public final class UdpHeader {
     private long off;
 
     /**
-
+     * Points this view at the header at {@code offset} in {@code segment}.
+     *
      * @param segment memory
-
      * @param offset offset of the header
-
      * @return this
-
      */
     public UdpHeader wrap(MemorySegment segment, long offset) {
         this.seg = segment;
@@ -30,73 +32,69 @@ public final class UdpHeader {
         return this;
     }
 
-    /** @return the offset of the header in the segment */
+    /** {@return the offset of the header in the segment} */
     public long offset() {
         return off;
     }
 
-    /** @return source port */
+    /** {@return source port} */
     public int sourcePort() {
         return Be.u16(seg, off);
     }
 
     /**
-
+     * Sets the source port.
+     *
      * @param v source port
-
      * @return this
-
      */
     public UdpHeader sourcePort(int v) {
         Be.u16(seg, off, v);
         return this;
     }
 
-    /** @return destination port */
+    /** {@return destination port} */
     public int destinationPort() {
         return Be.u16(seg, off + 2);
     }
 
     /**
-
+     * Sets the destination port.
+     *
      * @param v destination port
-
      * @return this
-
      */
     public UdpHeader destinationPort(int v) {
         Be.u16(seg, off + 2, v);
         return this;
     }
 
-    /** @return length (header + data) */
+    /** {@return length (header + data)} */
     public int length() {
         return Be.u16(seg, off + 4);
     }
 
     /**
-
+     * Sets the length.
+     *
      * @param v length
-
      * @return this
-
      */
     public UdpHeader length(int v) {
         Be.u16(seg, off + 4, v);
         return this;
     }
 
-    /** @return checksum (0 = none) */
+    /** {@return checksum (0 = none)} */
     public int checksum() {
         return Be.u16(seg, off + 6);
     }
 
     /**
-
+     * Sets the checksum.
+     *
      * @param v checksum
-
      * @return this
-
      */
     public UdpHeader checksum(int v) {
         Be.u16(seg, off + 6, v);

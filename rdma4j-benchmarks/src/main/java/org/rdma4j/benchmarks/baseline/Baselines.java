@@ -52,6 +52,7 @@ public final class Baselines {
         }
     }
 
+    @SuppressWarnings("try") // rx.close() inside its try ends the receiver thread on purpose
     private static void udp(int size, long seconds) throws Exception {
         InetAddress lo = InetAddress.getLoopbackAddress();
         try (DatagramChannel rx = DatagramChannel.open(); DatagramChannel tx = DatagramChannel.open()) {

@@ -140,7 +140,7 @@ class AgentRunnerTest {
         };
         try (AgentRunner r = AgentRunner.start(a, new ParkingIdleStrategy(3_600_000_000_000L, 3_600_000_000_000L),
                 (ag, t) -> { })) {
-            await(() -> cycles.get() >= 5, "5 cycles within the budget");
+            await(() -> cycles.get() >= 5, "5 cycles within the budget of " + r);
         }
     }
 }

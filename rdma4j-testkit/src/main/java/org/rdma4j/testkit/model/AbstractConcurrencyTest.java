@@ -60,6 +60,10 @@ import org.rdma4j.verbs.WrOpcode;
  * test with a progress report instead of hanging it.
  */
 public abstract class AbstractConcurrencyTest {
+    /** Constructor for subclasses. */
+    protected AbstractConcurrencyTest() {
+    }
+
     private static final int THREADS = 4;
     private static final int SLOT = 1024;
     private static final ValueLayout.OfInt BE_INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
@@ -69,17 +73,18 @@ public abstract class AbstractConcurrencyTest {
     private Closer closer;
 
     /**
+     * {@return a new fabric with at least two devices}
+     *
      * @param clock the clock the devices' timers must use
-     * @return a new fabric with at least two devices
      */
     protected abstract Fabric createFabric(ManualClock clock);
 
-    /** @return how long one test may take before it is failed */
+    /** {@return how long one test may take before it is failed} */
     protected Duration deadline() {
         return Duration.ofSeconds(30);
     }
 
-    /** @return messages each posting thread sends (bounded by the device's queue sizes) */
+    /** {@return messages each posting thread sends (bounded by the device's queue sizes)} */
     protected int messagesPerThread() {
         return 300;
     }
@@ -104,31 +109,51 @@ public abstract class AbstractConcurrencyTest {
         }
     }
 
-    /** Four RC QPs share one send CQ (polled by two threads) and, on the peer, one receive CQ. */
+    /**
+     * Four RC QPs share one send CQ (polled by two threads) and, on the peer, one receive CQ.
+     *
+     * @throws Exception when a thread fails or the run times out
+     */
     @Test
     public void rcQpsSharingOneCqCompleteEveryRequestOnce() throws Exception {
         manyQpsShareOneCq(QpType.RC);
     }
 
-    /** The same on UC. */
+    /**
+     * The same on UC.
+     *
+     * @throws Exception when a thread fails or the run times out
+     */
     @Test
     public void ucQpsSharingOneCqCompleteEveryRequestOnce() throws Exception {
         manyQpsShareOneCq(QpType.UC);
     }
 
-    /** Four threads post SENDs on one RC QP: each message arrives once, each thread's order is kept. */
+    /**
+     * Four threads post SENDs on one RC QP: each message arrives once, each thread's order is kept.
+     *
+     * @throws Exception when a thread fails or the run times out
+     */
     @Test
     public void rcConcurrentPostersOnOneQpKeepPerThreadOrder() throws Exception {
         manyThreadsOnOneQp(QpType.RC);
     }
 
-    /** The same on UC. */
+    /**
+     * The same on UC.
+     *
+     * @throws Exception when a thread fails or the run times out
+     */
     @Test
     public void ucConcurrentPostersOnOneQpKeepPerThreadOrder() throws Exception {
         manyThreadsOnOneQp(QpType.UC);
     }
 
-    /** Four threads post SENDs on one UD QP: each message arrives once (UD does not promise order). */
+    /**
+     * Four threads post SENDs on one UD QP: each message arrives once (UD does not promise order).
+     *
+     * @throws Exception when a thread fails or the run times out
+     */
     @Test
     public void udConcurrentPostersOnOneQpDeliverEveryMessageOnce() throws Exception {
         manyThreadsOnOneQp(QpType.UD);
@@ -595,7 +620,7 @@ public abstract class AbstractConcurrencyTest {
         }
     }
 
-    /** @return null if message (t, s) of {@code byteLen} bytes is at {@code off}, else what is wrong */
+    /** {@return null if message (t, s) of {@code byteLen} bytes is at {@code off}, else what is wrong} */
     private static String check(MemorySegment m, long off, int byteLen, int t, int s, int max) {
         int len = length(t, s, max);
         if (byteLen != len) {

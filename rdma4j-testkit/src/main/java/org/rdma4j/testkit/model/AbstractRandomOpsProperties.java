@@ -41,6 +41,10 @@ import org.rdma4j.verbs.WrOpcode;
  * {@link AfterFailureMode#SAMPLE_FIRST} the next run starts with that sample.
  */
 public abstract class AbstractRandomOpsProperties {
+    /** Constructor for subclasses. */
+    protected AbstractRandomOpsProperties() {
+    }
+
 
     /** Ways to make an operation fail at the responder with a remote access error. */
     public enum BadKind {
@@ -136,28 +140,31 @@ public abstract class AbstractRandomOpsProperties {
     }
 
     /**
+     * {@return a new fabric with at least two devices, connected to each other}
+     *
      * @param clock the clock the devices' timers must use
-     * @return a new fabric with at least two devices, connected to each other
      */
     protected abstract Fabric createFabric(ManualClock clock);
 
     /**
-     * @return the byte order in which the device reads and writes the 8-byte atomic operands in
-     *         memory (rxe: host order)
+     * {@return the byte order in which the device reads and writes the 8-byte atomic operands in memory (rxe:
+     * host order)}
+     *
      */
     protected ByteOrder atomicByteOrder() {
         return ByteOrder.nativeOrder();
     }
 
     /**
-     * @return whether a responder that rejects a request with a remote access error also moves its QP to
-     *         ERR and flushes its receives (IBA responder class C errors, as rxe does)
+     * {@return whether a responder that rejects a request with a remote access error also moves its QP to ERR and
+     * flushes its receives (IBA responder class C errors, as rxe does)}
+     *
      */
     protected boolean responderEntersErrorOnRemoteAccessError() {
         return true;
     }
 
-    /** @return how long to wait for completions and for memory to settle before failing */
+    /** {@return how long to wait for completions and for memory to settle before failing} */
     protected Duration completionTimeout() {
         return Duration.ofSeconds(10);
     }
@@ -226,7 +233,7 @@ public abstract class AbstractRandomOpsProperties {
         }
     }
 
-    /** @return scenarios for {@link #randomOperationsMatchTheModel} */
+    /** {@return scenarios for {@link #randomOperationsMatchTheModel}} */
     @Provide
     public Arbitrary<Scenario> scenarios() {
         return Arbitraries.of(QpType.RC, QpType.UC, QpType.UD).flatMap(type -> Combinators.combine(
@@ -235,7 +242,7 @@ public abstract class AbstractRandomOpsProperties {
                 rdAtomics()).as((ops, seed, pa, pb, mtu, rd) -> new Scenario(type, ops, seed, pa, pb, mtu, rd)));
     }
 
-    /** @return scenarios for {@link #remoteAccessErrorFlushesTheRest} */
+    /** {@return scenarios for {@link #remoteAccessErrorFlushesTheRest}} */
     @Provide
     public Arbitrary<ErrScenario> errScenarios() {
         Arbitrary<BadGene> bad = Combinators.combine(
@@ -252,7 +259,7 @@ public abstract class AbstractRandomOpsProperties {
                 .as(ErrScenario::new);
     }
 
-    /** @return generated operations valid for {@code type} */
+    /** {@return generated operations valid for {@code type}} */
     static Arbitrary<OpGene> opGenes(QpType type) {
         List<WrOpcode> valid = Arrays.stream(WrOpcode.values()).filter(o -> o.validFor(type)).toList();
         Arbitrary<Integer> length = Arbitraries.oneOf(
@@ -281,22 +288,22 @@ public abstract class AbstractRandomOpsProperties {
                 f.reverse(), f.endBatch(), f.operand(), f.compareHits()));
     }
 
-    /** @return true with probability 1/n, shrinking to false */
+    /** {@return true with probability 1/n, shrinking to false} */
     private static Arbitrary<Boolean> chance(int n) {
         return Arbitraries.integers().between(0, n - 1).map(i -> i == n - 1);
     }
 
-    /** @return path MTUs in bytes, shrinking to the largest */
+    /** {@return path MTUs in bytes, shrinking to the largest} */
     private static Arbitrary<Integer> mtus() {
         return Arbitraries.of(4096, 2048, 1024, 512, 256);
     }
 
-    /** @return READ/atomic depths, shrinking to 16 */
+    /** {@return READ/atomic depths, shrinking to 16} */
     private static Arbitrary<Integer> rdAtomics() {
         return Arbitraries.integers().between(0, 15).map(i -> 16 - i);
     }
 
-    /** @return PSNs, often close to the 24-bit wrap */
+    /** {@return PSNs, often close to the 24-bit wrap} */
     private static Arbitrary<Integer> psns() {
         return Arbitraries.oneOf(Arbitraries.integers().between(0, 0xFF_FFFF),
                 Arbitraries.integers().between(0xFF_FFF0, 0xFF_FFFF));

@@ -13,9 +13,10 @@ final class Closer implements AutoCloseable {
     private final ArrayDeque<AutoCloseable> stack = new ArrayDeque<>();
 
     /**
+     * {@return the resource}
+     *
      * @param resource something to close later
      * @param <T>      its type
-     * @return the resource
      */
     <T extends AutoCloseable> T add(T resource) {
         stack.push(resource);

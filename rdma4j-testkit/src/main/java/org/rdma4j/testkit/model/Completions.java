@@ -67,7 +67,7 @@ final class Completions {
         }
     }
 
-    /** @return {@code n} fresh completion objects */
+    /** {@return {@code n} fresh completion objects} */
     static WorkCompletion[] newArray(int n) {
         WorkCompletion[] wcs = new WorkCompletion[n];
         for (int i = 0; i < n; i++) {

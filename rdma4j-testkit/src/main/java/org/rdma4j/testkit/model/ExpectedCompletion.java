@@ -27,14 +27,15 @@ import org.rdma4j.verbs.WorkCompletion;
 record ExpectedCompletion(long wrId, WcStatus status, WcOpcode opcode, int byteLen, boolean withImm, int imm,
                           int qpNum, int srcQp, boolean grh, String op) {
 
-    /** @return an expected flush (or other error) completion for the same request */
+    /** {@return an expected flush (or other error) completion for the same request} */
     static ExpectedCompletion error(long wrId, WcStatus status, int qpNum, String op) {
         return new ExpectedCompletion(wrId, status, null, -1, false, 0, qpNum, -1, false, op);
     }
 
     /**
+     * {@return null if it matches, else what differs}
+     *
      * @param wc an actual completion
-     * @return null if it matches, else what differs
      */
     String diff(WorkCompletion wc) {
         StringBuilder sb = new StringBuilder();

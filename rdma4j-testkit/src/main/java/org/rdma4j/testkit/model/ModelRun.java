@@ -480,7 +480,7 @@ final class ModelRun {
         ByteBuffer.wrap(m, off, 8).order(atomicOrder).putLong(v);
     }
 
-    /** @return the run and the batch, for failure messages */
+    /** {@return the run and the batch, for failure messages} */
     String context(List<PlannedOp> batch) {
         StringBuilder sb = new StringBuilder();
         sb.append("run: ").append(type).append(" path MTU ").append(mtu).append(" rd_atomic ").append(rdAtomic).append(", A qpn 0x")

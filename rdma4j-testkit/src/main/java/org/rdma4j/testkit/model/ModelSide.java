@@ -96,7 +96,7 @@ final class ModelSide {
         }
     }
 
-    /** @return the virtual address of offset {@code off} of the region */
+    /** {@return the virtual address of offset {@code off} of the region} */
     long addr(int off) {
         return mr.address() + off;
     }
@@ -163,7 +163,7 @@ final class ModelSide {
         return pieces.toArray(new int[0][]);
     }
 
-    /** @return the model bytes of a gather list, in list order */
+    /** {@return the model bytes of a gather list, in list order} */
     byte[] gather(int[][] pieces) {
         int total = 0;
         for (int[] p : pieces) {
@@ -260,7 +260,7 @@ final class ModelSide {
         return sb.toString();
     }
 
-    /** @return an offset of the region as area+offset */
+    /** {@return an offset of the region as area+offset} */
     static String region(int off) {
         if (off < SINK) {
             return "src+" + off;
@@ -273,7 +273,7 @@ final class ModelSide {
         return "slot" + slot + "+" + (off - RECV_BASE - slot * SLOT);
     }
 
-    /** @return a scatter/gather list as region offsets */
+    /** {@return a scatter/gather list as region offsets} */
     static String describe(int[][] pieces) {
         StringBuilder sb = new StringBuilder("[");
         for (int i = 0; i < pieces.length; i++) {

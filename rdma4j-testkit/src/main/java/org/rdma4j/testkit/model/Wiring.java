@@ -32,14 +32,14 @@ final class Wiring {
     private Wiring() {
     }
 
-    /** @return the remote access flags an RC or UC QP grants as responder */
+    /** {@return the remote access flags an RC or UC QP grants as responder} */
     static Set<AccessFlag> qpAccess(QpType type) {
         return type == QpType.RC
                 ? Set.of(AccessFlag.REMOTE_WRITE, AccessFlag.REMOTE_READ, AccessFlag.REMOTE_ATOMIC)
                 : Set.of(AccessFlag.REMOTE_WRITE);
     }
 
-    /** @return RDMA READ/atomic depth to ask for: what both devices allow, at most 16, at least 1 */
+    /** {@return RDMA READ/atomic depth to ask for: what both devices allow, at most 16, at least 1} */
     static int rdAtomic(Context a, Context b) {
         DeviceAttributes da = a.queryDevice();
         DeviceAttributes db = b.queryDevice();
@@ -92,7 +92,7 @@ final class Wiring {
         qp.modify(new QpAttributes().state(QpState.RTS).sqPsn(sqPsn));
     }
 
-    /** @return the address vector that reaches {@code peerCtx}'s port 1 */
+    /** {@return the address vector that reaches {@code peerCtx}'s port 1} */
     static AhAttributes addressOf(Context peerCtx) {
         return new AhAttributes().dgid(peerCtx.queryGid(PORT, GID_INDEX)).sgidIndex(GID_INDEX).portNum(PORT);
     }

@@ -37,6 +37,10 @@ public final class Impairer {
 
     /** Counts of what was done. */
     public static final class Counts {
+        /** All zero. */
+        public Counts() {
+        }
+
         /** Packets decided (copies included). */
         public long packets;
         /** Lost. */
@@ -58,6 +62,8 @@ public final class Impairer {
     private int counter;
 
     /**
+     * An impairer of the given parameters.
+     *
      * @param spec the impairments
      * @param seed seed of every random choice
      */
@@ -66,12 +72,14 @@ public final class Impairer {
         this.rnd = new SplittableRandom(seed);
     }
 
-    /** @return what was done so far (read by the deciding thread, or after it stopped) */
+    /** {@return what was done so far (read by the deciding thread, or after it stopped)} */
     public Counts counts() {
         return counts;
     }
 
     /**
+     * Decides the fate of one packet, as netem's enqueue does.
+     *
      * @param length the packet's length in bytes (for the corrupted byte)
      * @param copy   the packet is a copy made by duplication
      * @param nowNs  its arrival time

@@ -41,6 +41,8 @@ public record NetemSpec(double loss, double duplicate, double corrupt, long dela
     }
 
     /**
+     * Parses netem's parameters.
+     *
      * @param words netem's words, e.g. {@code ["loss", "5%", "delay", "1ms"]}; empty for no impairment
      * @return the parameters
      * @throws IllegalArgumentException with a message naming the word that is wrong or not supported
@@ -91,7 +93,7 @@ public record NetemSpec(double loss, double duplicate, double corrupt, long dela
         return new NetemSpec(loss, duplicate, corrupt, delay, reorder, gap);
     }
 
-    /** @return true if nothing is impaired */
+    /** {@return true if nothing is impaired} */
     public boolean isNone() {
         return loss == 0 && duplicate == 0 && corrupt == 0 && delayNs == 0;
     }

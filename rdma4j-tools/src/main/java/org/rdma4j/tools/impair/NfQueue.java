@@ -56,6 +56,10 @@ public final class NfQueue implements AutoCloseable {
 
     /** A queued packet, valid until the next {@link #receive}. */
     public static final class Packet {
+        /** An empty packet, filled by {@link #receive}. */
+        public Packet() {
+        }
+
         /** The kernel's id of the packet, for the verdict. */
         public int id;
         /** Its netfilter mark (0 if none). */
@@ -68,6 +72,8 @@ public final class NfQueue implements AutoCloseable {
     @FunctionalInterface
     public interface Handler {
         /**
+         * Decides one queued packet.
+         *
          * @param p a packet, valid only during the call
          * @throws IOException if a verdict could not be sent
          */
@@ -137,12 +143,12 @@ public final class NfQueue implements AutoCloseable {
         }
     }
 
-    /** @return the queue number */
+    /** {@return the queue number} */
     public int queue() {
         return queue;
     }
 
-    /** @return times the kernel could not queue a packet message on our socket (ENOBUFS): lost packets */
+    /** {@return times the kernel could not queue a packet message on our socket (ENOBUFS): lost packets} */
     public long overruns() {
         return overruns;
     }
@@ -302,6 +308,8 @@ public final class NfQueue implements AutoCloseable {
         }
 
         /**
+         * Accepts or drops a queued packet.
+         *
          * @param id      the packet's id
          * @param accept  accept (true) or drop
          * @param payload the packet's new bytes (accept only), or null to leave it as it is
@@ -331,7 +339,7 @@ public final class NfQueue implements AutoCloseable {
     }
 
     /**
-     * @return a verdict sender for the calling thread (its buffers live as long as the queue)
+     * {@return a verdict sender for the calling thread (its buffers live as long as the queue)}
      */
     public Sender sender() {
         return new Sender(arena);

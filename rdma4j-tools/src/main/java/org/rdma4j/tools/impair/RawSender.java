@@ -31,6 +31,8 @@ public final class RawSender implements AutoCloseable {
     private NativeFd v6;
 
     /**
+     * A sender whose copies carry a netfilter mark.
+     *
      * @param mark the netfilter mark of every copy (not 0)
      */
     public RawSender(int mark) {

@@ -125,6 +125,7 @@ class CmFrontTest {
     }
 
     @Test
+    @SuppressWarnings("try") // closing the listener inside its try is what the test checks
     void listenBindsAnUnboundIdAndRejectsRequestsBeyondTheBacklog() {
         try (CmEventChannel ch = cm.createEventChannel()) {
             CmId l = ch.createId(PortSpace.TCP);

@@ -53,6 +53,8 @@ public final class DatagramBatch {
     private int dirty;
 
     /**
+     * Creates a batch with its buffers.
+     *
      * @param capacity number of slots, 1..1024 (the kernel's UIO_MAXIOV caps one call at 1024)
      * @param slotSize bytes of the buffer each slot owns, at least 1
      */
@@ -126,23 +128,24 @@ public final class DatagramBatch {
     }
 
     /**
+     * {@return after a receive with GRO on, the size of the datagrams coalesced into the slot (the last may be
+     * shorter), 0 when the slot holds a single datagram; before a send, what {@link #setSegmentSize} set}
+     *
      * @param i slot index
-     * @return after a receive with GRO on, the size of the datagrams coalesced into the slot (the last may
-     *         be shorter), 0 when the slot holds a single datagram; before a send, what
-     *         {@link #setSegmentSize} set
      */
     public int segmentSize(int i) {
         return segmentSizes[i];
     }
 
-    /** @return the number of slots */
+    /** {@return the number of slots} */
     public int capacity() {
         return capacity;
     }
 
     /**
+     * {@return the slot's buffer: fill it before a send; a receive writes into it}
+     *
      * @param i slot index
-     * @return the slot's buffer: fill it before a send; a receive writes into it
      */
     public MemorySegment buffer(int i) {
         return buffers[i];
@@ -164,14 +167,17 @@ public final class DatagramBatch {
     }
 
     /**
+     * {@return after a receive, the datagram's length; before a send, what {@link #setLength} set}
+     *
      * @param i slot index
-     * @return after a receive, the datagram's length; before a send, what {@link #setLength} set
      */
     public int length(int i) {
         return lengths[i];
     }
 
     /**
+     * Sets how many bytes of slot {@code i} a send takes.
+     *
      * @param i slot index
      * @param length bytes of {@link #buffer} to send, at most its size
      */
@@ -183,16 +189,18 @@ public final class DatagramBatch {
     }
 
     /**
+     * {@return true if the received datagram was longer than the slot's buffer and was cut (MSG_TRUNC)}
+     *
      * @param i slot index
-     * @return true if the received datagram was longer than the slot's buffer and was cut (MSG_TRUNC)
      */
     public boolean truncated(int i) {
         return (flags[i] & Libc.MSG_TRUNC) != 0;
     }
 
     /**
+     * {@return the slot's peer: the destination of a send, the source of a received datagram}
+     *
      * @param i slot index
-     * @return the slot's peer: the destination of a send, the source of a received datagram
      */
     public SockAddr address(int i) {
         return addresses[i];

@@ -63,11 +63,12 @@ public final class Ipv4IdSolver {
     }
 
     /**
+     * {@return the ID (0..65535) that makes the ICRC valid, or -1 if none does (corrupt packet)}
+     *
      * @param icrcWithIdZero the ICRC (CRC-32 value, as {@code java.util.zip.CRC32} returns it) computed
      *     over the packet with the IPv4 ID field set to 0 and DF set
      * @param icrcOnWire the packet's ICRC (its last 4 bytes read little-endian)
      * @param udpLength the UDP length field (8 + BTH .. ICRC)
-     * @return the ID (0..65535) that makes the ICRC valid, or -1 if none does (corrupt packet)
      */
     public static int solve(int icrcWithIdZero, int icrcOnWire, int udpLength) {
         if (udpLength < 8 + 4 || udpLength > 0xFFFF - 20) {
@@ -133,7 +134,7 @@ public final class Ipv4IdSolver {
         return new Basis(vectors, combos);
     }
 
-    /** @return the register after feeding {@code n} zero bytes to a CRC register holding {@code c} */
+    /** {@return the register after feeding {@code n} zero bytes to a CRC register holding {@code c}} */
     private static int appendZeros(int c, int n) {
         for (int k = 0; n != 0; k++, n >>>= 1) {
             if ((n & 1) != 0) {

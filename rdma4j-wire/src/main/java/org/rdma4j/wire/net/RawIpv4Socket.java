@@ -66,7 +66,8 @@ public final class RawIpv4Socket implements AutoCloseable {
     }
 
     /**
-     * @return a socket that sends IPv4/UDP datagrams with caller-chosen headers
+     * {@return a socket that sends IPv4/UDP datagrams with caller-chosen headers}
+     *
      * @throws IOException EPERM without CAP_NET_RAW, or another socket error
      */
     public static RawIpv4Socket openSender() throws IOException {
@@ -74,7 +75,8 @@ public final class RawIpv4Socket implements AutoCloseable {
     }
 
     /**
-     * @return a socket that receives a copy of each inbound IPv4 UDP packet, IP header included
+     * {@return a socket that receives a copy of each inbound IPv4 UDP packet, IP header included}
+     *
      * @throws IOException EPERM without CAP_NET_RAW, or another socket error
      */
     public static RawIpv4Socket openCapture() throws IOException {

@@ -41,9 +41,10 @@ public final class SockAddr {
     }
 
     /**
+     * {@return a new address}
+     *
      * @param address an IPv4 or IPv6 address
      * @param port 0..65535
-     * @return a new address
      */
     public static SockAddr of(InetAddress address, int port) {
         SockAddr a = new SockAddr();
@@ -52,8 +53,9 @@ public final class SockAddr {
     }
 
     /**
+     * {@return a new address}
+     *
      * @param address address and port
-     * @return a new address
      */
     public static SockAddr of(InetSocketAddress address) {
         if (address.isUnresolved()) {
@@ -137,23 +139,24 @@ public final class SockAddr {
         }
     }
 
-    /** @return true for IPv4 (AF_INET) */
+    /** {@return true for IPv4 (AF_INET)} */
     public boolean isIpv4() {
         return seg.get(FAMILY, 0) == Libc.AF_INET;
     }
 
-    /** @return true for IPv6 (AF_INET6) */
+    /** {@return true for IPv6 (AF_INET6)} */
     public boolean isIpv6() {
         return seg.get(FAMILY, 0) == Libc.AF_INET6;
     }
 
-    /** @return the port, 0..65535 */
+    /** {@return the port, 0..65535} */
     public int port() {
         return seg.get(PORT, 2) & 0xFFFF;
     }
 
     /**
-     * @return the IPv4 address as a big-endian int
+     * {@return the IPv4 address as a big-endian int}
+     *
      * @throws IllegalStateException if this is not IPv4
      */
     public int ipv4() {
@@ -184,12 +187,12 @@ public final class SockAddr {
         }
     }
 
-    /** @return the length the kernel expects for this family (16 or 28), or 0 if none is set */
+    /** {@return the length the kernel expects for this family (16 or 28), or 0 if none is set} */
     int length() {
         return isIpv4() ? IN4_LEN : isIpv6() ? IN6_LEN : 0;
     }
 
-    /** @return a Java socket address (allocates; not for hot paths) */
+    /** {@return a Java socket address (allocates; not for hot paths)} */
     public InetSocketAddress toInetSocketAddress() {
         try {
             if (isIpv4()) {

@@ -95,8 +95,9 @@ public final class UdpSocket implements AutoCloseable {
     }
 
     /**
+     * {@return a blocking, bound socket (see {@link #open(InetAddress, int)})}
+     *
      * @param bindAddress the local address and port (port 0 for any)
-     * @return a blocking, bound socket (see {@link #open(InetAddress, int)})
      * @throws IOException if the socket cannot be created or bound
      */
     public static UdpSocket open(SockAddr bindAddress) throws IOException {
@@ -234,17 +235,17 @@ public final class UdpSocket implements AutoCloseable {
         return ni == null ? 0 : ni.getIndex(); // 0: the kernel picks by route
     }
 
-    /** @return true for an AF_INET6 socket */
+    /** {@return true for an AF_INET6 socket} */
     public boolean isIpv6() {
         return ipv6;
     }
 
-    /** @return the bound address and the real port (a copy) */
+    /** {@return the bound address and the real port (a copy)} */
     public SockAddr localAddress() {
         return new SockAddr().set(local);
     }
 
-    /** @return the bound port (the kernel's choice if 0 was asked for) */
+    /** {@return the bound port (the kernel's choice if 0 was asked for)} */
     public int localPort() {
         return local.port();
     }
@@ -286,7 +287,7 @@ public final class UdpSocket implements AutoCloseable {
         }
     }
 
-    /** @return true in blocking mode */
+    /** {@return true in blocking mode} */
     public boolean isBlocking() {
         return blocking;
     }
@@ -406,6 +407,8 @@ public final class UdpSocket implements AutoCloseable {
     }
 
     /**
+     * Sets the receive buffer size.
+     *
      * @param bytes SO_RCVBUF (the kernel doubles it and caps it at net.core.rmem_max)
      * @throws IOException if setsockopt fails
      */
@@ -436,6 +439,8 @@ public final class UdpSocket implements AutoCloseable {
     }
 
     /**
+     * Sets the send buffer size.
+     *
      * @param bytes SO_SNDBUF (the kernel doubles it and caps it at net.core.wmem_max)
      * @throws IOException if setsockopt fails
      */
@@ -725,7 +730,7 @@ public final class UdpSocket implements AutoCloseable {
         handle.exit();
     }
 
-    /** @return true once {@link #close()} has been called */
+    /** {@return true once {@link #close()} has been called} */
     public boolean isClosed() {
         return handle.isClosed();
     }
