@@ -31,7 +31,7 @@ import org.rdma4j.verbs.WorkCompletion;
  * Device names default to {@code soft0} / {@code soft1}; override with
  * {@code -Drdma4j.bench.devA=... -Drdma4j.bench.devB=...} (pass them to JMH with {@code -jvmArgsAppend}).
  */
-final class RcPair implements AutoCloseable {
+class RcPair implements AutoCloseable {
     static final int PORT = 1;
     /** Give up on a completion after this long instead of spinning forever inside JMH. */
     static final long POLL_TIMEOUT_NS = 10_000_000_000L;
@@ -47,14 +47,32 @@ final class RcPair implements AutoCloseable {
         final CompletionQueue recvCq;
         final QueuePair qp;
         final List<MemoryRegion> mrs = new ArrayList<>();
+        /** Resources a subclass added (a CQ with a channel, the channel), closed after the QP. */
+        private final List<AutoCloseable> extras = new ArrayList<>();
 
         Side(Device device, int cqe, QpCapabilities cap) {
+            this(device, cqe, cap, null, false);
+        }
+
+        Side(Device device, int cqe, QpCapabilities cap, RcPair owner, boolean server) {
             ctx = device.open();
             pd = ctx.allocPd();
             sendCq = ctx.createCq(cqe, null, 0);
-            recvCq = ctx.createCq(cqe, null, 0);
-            qp = pd.createQp(new QpInitAttributes().type(QpType.RC).sendCq(sendCq).recvCq(recvCq).cap(cap)
-                    .sqSigAll(false));
+            QpInitAttributes attrs = new QpInitAttributes().type(QpType.RC).sendCq(sendCq).cap(cap).sqSigAll(false);
+            CompletionQueue rcq;
+            if (owner != null && server) {
+                attrs = owner.serverAttributes(this, attrs);
+            }
+            if (attrs.recvCq() == null) {
+                attrs.recvCq(ctx.createCq(cqe, null, 0));
+            }
+            rcq = attrs.recvCq();
+            recvCq = rcq;
+            qp = pd.createQp(attrs);
+        }
+
+        void extra(AutoCloseable c) {
+            extras.add(c);
         }
 
         MemoryRegion reg(MemorySegment seg) {
@@ -70,7 +88,12 @@ final class RcPair implements AutoCloseable {
                 closeQuietly(mr);
             }
             closeQuietly(sendCq);
-            closeQuietly(recvCq);
+            if (!extras.contains(recvCq)) {
+                closeQuietly(recvCq);
+            }
+            for (AutoCloseable c : extras) {
+                closeQuietly(c);
+            }
             closeQuietly(pd);
             closeQuietly(ctx);
         }
@@ -83,10 +106,22 @@ final class RcPair implements AutoCloseable {
 
     /** A pair between two given devices (e.g. of a fabric built with particular DMA modes). */
     RcPair(Device devA, Device devB, int cqe, QpCapabilities cap) {
-        a = new Side(devA, cqe, cap);
-        b = new Side(devB, cqe, cap);
+        a = new Side(devA, cqe, cap, this, false);
+        b = new Side(devB, cqe, cap, this, true);
         connect(a, b, 0x1000);
         connect(b, a, 0x2000);
+    }
+
+    /**
+     * Lets a subclass change the server side's (b's) QP attributes before the QP is made, e.g. give it a
+     * receive CQ with a completion channel (register what it creates with {@link Side#extra}).
+     *
+     * @param side  the server side being built (its context and PD exist)
+     * @param attrs the attributes so far (send CQ set, receive CQ not)
+     * @return the attributes to create the QP with
+     */
+    QpInitAttributes serverAttributes(Side side, QpInitAttributes attrs) {
+        return attrs;
     }
 
     /** Brings {@code local} to RTS, pointing at {@code remote}. */

@@ -13,7 +13,7 @@ import org.rdma4j.verbs.WrOpcode;
 /**
  * Matches acknowledgements and responses to send WQEs and completes them (rxe_comp.c): ACK
  * coalescing, RDMA READ response scatter, atomic results, RNR and sequence NAKs, retry counting and
- * go-back-N. RC only. Engine lock held for every call.
+ * go-back-N. RC only. Called by the QP's owner only (its executor).
  */
 final class Completer {
     private final SoftQp qp;
@@ -125,7 +125,7 @@ final class Completer {
     void onResponse(Packet p) {
         QpState s = qp.state;
         if (s != QpState.RTS && s != QpState.SQD && s != QpState.SQE) {
-            qp.device.count(SoftCounter.DROP_BAD_STATE);
+            qp.count(SoftCounter.DROP_BAD_STATE);
             return;
         }
         // rxe behaviour (rxe_completer): every response packet that reaches the completer clears
@@ -299,7 +299,7 @@ final class Completer {
                     complete(w);
                 }
             }
-            default -> qp.device.count(SoftCounter.DROP_MALFORMED);
+            default -> qp.count(SoftCounter.DROP_MALFORMED);
         }
     }
 
@@ -307,7 +307,7 @@ final class Completer {
         int syn = p.syndrome;
         switch (syn & Aeth.TYPE_MASK) {
             case Aeth.TYPE_RNR_NAK -> {
-                qp.device.count(SoftCounter.RCV_RNR_ERR);
+                qp.count(SoftCounter.RCV_RNR_ERR);
                 if (rnrRetry > 0) {
                     // rxe: rnr_retry 7 means retry forever (IBA 9.7.5.2.8).
                     if (rnrRetry != 7) {
@@ -319,7 +319,7 @@ final class Completer {
                     goBackN();
                     qp.armRnr(Aeth.rnrDelayNs(syn));
                 } else {
-                    qp.device.count(SoftCounter.RNR_RETRY_EXCEEDED_ERR);
+                    qp.count(SoftCounter.RNR_RETRY_EXCEEDED_ERR);
                     error(w, WcStatus.RNR_RETRY_EXC_ERR);
                 }
             }
@@ -331,7 +331,7 @@ final class Completer {
                     default -> error(w, WcStatus.REM_OP_ERR); // rxe maps REM_OP_ERR and unknown codes here
                 }
             }
-            default -> qp.device.count(SoftCounter.DROP_MALFORMED);
+            default -> qp.count(SoftCounter.DROP_MALFORMED);
         }
     }
 
@@ -383,7 +383,7 @@ final class Completer {
     private void sequenceNak(int nakPsn, SendWqe w) {
         this.nakPsn = nakPsn;
         if (Psn.compare(nakPsn, psn) > 0 && !w.opcode.isReadOrAtomic()) {
-            qp.device.count(SoftCounter.RCV_SEQ_ERR);
+            qp.count(SoftCounter.RCV_SEQ_ERR);
             psn = nakPsn;
         }
         if (recovery == Recovery.RESENDING) {
@@ -425,8 +425,8 @@ final class Completer {
             if (retryCnt != 7) {
                 retryCnt--;
             }
-            qp.device.count(SoftCounter.COMPLETER_RETRY_ERR);
-            qp.device.count(cause == Cause.TIMEOUT ? SoftCounter.RETRY_TIMEOUTS : SoftCounter.RETRY_NAKS);
+            qp.count(SoftCounter.COMPLETER_RETRY_ERR);
+            qp.count(cause == Cause.TIMEOUT ? SoftCounter.RETRY_TIMEOUTS : SoftCounter.RETRY_NAKS);
             SoftEvents.retransmit(qp, psn, cause.name(), retryCnt);
             recovery = Recovery.RESENDING;
             resendFrom = psn;
@@ -435,7 +435,7 @@ final class Completer {
             qp.retransDeadline = 0;
             qp.armRetransmit();
         } else {
-            qp.device.count(SoftCounter.RETRY_EXCEEDED_ERR);
+            qp.count(SoftCounter.RETRY_EXCEEDED_ERR);
             error(w, WcStatus.RETRY_EXC_ERR);
         }
     }

@@ -35,7 +35,7 @@ final class EngineErrors {
     }
 
     /**
-     * One unit of work for a QP failed. Engine lock held.
+     * One unit of work for a QP failed. Called by the QP's owner (its executor).
      *
      * @param qp   the QP whose work it was
      * @param work what was being done ("receive of ...", "timers", "post")
@@ -58,7 +58,7 @@ final class EngineErrors {
 
     /**
      * A packet failed on its way through a device's receive dispatcher: the QP it is for takes the failure,
-     * else it is only counted and logged. Engine lock held.
+     * else it is only counted and logged. The QP, if given, is owned by the calling thread.
      *
      * @param device the receiving device
      * @param qp     the QP the packet was dispatched to, or null if it did not get that far
@@ -75,7 +75,7 @@ final class EngineErrors {
     }
 
     /**
-     * An agent's loop failed outside any QP's work; the agent carries on. The engine lock need not be held.
+     * An agent's loop failed outside any QP's work; the agent carries on. Any thread.
      *
      * @param device the device whose agent it is, or null for a fabric-wide one
      * @param fabric the fabric (its devices count the failure when {@code device} is null)

@@ -36,7 +36,7 @@ import org.rdma4j.common.ManualClock;
  * sender's memory at send time, as a wire would carry it). Packets sent while this link is delivering
  * one (an ACK produced by the responder the packet reached, say) are queued and delivered in order
  * after it, as a wire would: a device never receives a packet re-entrantly from this link, whatever
- * the timing of held packets. Engine lock held for every call.
+ * the timing of held packets. Thread-safe: one thread at a time offers and delivers, under the link's monitor.
  */
 final class FaultInjectingLink implements Link {
     /**
@@ -124,7 +124,7 @@ final class FaultInjectingLink implements Link {
     private boolean closed;
 
     /**
-     * @param fabric the fabric whose engine lock and clock the link uses
+     * @param fabric the fabric whose clock the link uses
      * @param next   the link that carries the packets that survive
      * @param seed   seed of every random choice
      * @param faults the probabilities
@@ -145,8 +145,8 @@ final class FaultInjectingLink implements Link {
         return seed;
     }
 
-    /** Changes the probabilities (engine lock held, or before traffic). */
-    void faults(Faults f) {
+    /** Changes the probabilities (any thread). */
+    synchronized void faults(Faults f) {
         faults = f;
     }
 
@@ -154,17 +154,17 @@ final class FaultInjectingLink implements Link {
      * Drops, before any random fault, every packet the predicate accepts (for scripted losses:
      * "the third READ response"). Called with each packet offered, valid only during the call.
      */
-    void dropIf(Predicate<Packet> p) {
+    synchronized void dropIf(Predicate<Packet> p) {
         dropIf = p;
     }
 
     /**
      * Gives every packet that survives the faults a fixed transit time of the fabric's clock (0, the
-     * default, delivers at once). Engine lock held, or before traffic.
+     * default, delivers at once). Any thread.
      *
      * @param ns the one-way latency, at least 0
      */
-    void latency(long ns) {
+    synchronized void latency(long ns) {
         if (ns < 0) {
             throw new IllegalArgumentException("latency " + ns + " ns (expected >= 0)");
         }
@@ -172,22 +172,28 @@ final class FaultInjectingLink implements Link {
     }
 
     /** Shows every packet offered to the link, before faults (valid only during the call). */
-    void tap(Consumer<Packet> t) {
+    synchronized void tap(Consumer<Packet> t) {
         tap = t;
     }
 
     /** {@return how often the link did that} */
-    long count(Fault f) {
+    synchronized long count(Fault f) {
         return counts[f.ordinal()];
     }
 
     /** {@return packets held for reordering or delay, or in flight} */
-    int heldCount() {
+    synchronized int heldCount() {
         return held.size() + inFlight.size();
     }
 
+    /**
+     * {@inheritDoc}
+     *
+     * <p>Under the link's monitor: one thread at a time offers and delivers (a delivery only ever tries the
+     * target QP's executor, so the monitor never waits on a QP).
+     */
     @Override
-    public void send(SoftDevice from, Packet p) {
+    public synchronized void send(SoftDevice from, Packet p) {
         if (tap != null) {
             tap.accept(p);
         }
@@ -326,26 +332,28 @@ final class FaultInjectingLink implements Link {
 
     /** Time moved: delayed packets that are due go, and so do reordered ones still waiting. */
     private void onClock(long nowNs) {
-        fabric.lockEngine();
+        Burst b = Burst.enter();
         try {
-            if (delivering || closed || held.isEmpty() && inFlight.isEmpty()) {
-                return;
-            }
-            delivering = true;
-            try {
-                land(nowNs);
-                releaseDue(nowNs, true);
-                drain();
-            } finally {
-                delivering = false;
+            synchronized (this) {
+                if (delivering || closed || held.isEmpty() && inFlight.isEmpty()) {
+                    return;
+                }
+                delivering = true;
+                try {
+                    land(nowNs);
+                    releaseDue(nowNs, true);
+                    drain();
+                } finally {
+                    delivering = false;
+                }
             }
         } finally {
-            fabric.unlockEngine();
+            b.exit();
         }
     }
 
     @Override
-    public void close() {
+    public synchronized void close() {
         closed = true;
         if (fabric.clock instanceof ManualClock mc) {
             mc.removeListener(listener);

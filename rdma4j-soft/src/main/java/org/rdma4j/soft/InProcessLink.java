@@ -7,7 +7,7 @@ import java.util.List;
  * The in-process link: a packet is handed to the destination device of the same {@link SoftFabric}
  * as the object itself, in the sender's call. The payload still refers to the sender's memory, so
  * data moves once, from the source region to the target region, and nothing is cut at an MTU unless
- * the fabric asks for it. Engine lock held.
+ * the fabric asks for it. Any thread: the target device hands the packet to its QP ({@link SoftQp#deliver}).
  */
 final class InProcessLink implements Link {
     private final SoftFabric fabric;

@@ -8,7 +8,8 @@ import org.rdma4j.verbs.Gid;
 /**
  * One IB transport packet as the engine sees it: the BTH and extension-header fields (IBA 9.2–9.3)
  * plus a payload that refers to memory. A link either hands it to the peer device as is (in-process)
- * or encodes it on the wire (RoCEv2). Reused: valid only for the duration of a delivery call.
+ * or encodes it on the wire (RoCEv2). Reused: valid only for the duration of a delivery call; its payload
+ * bytes beyond the call only as {@link #payloadStable} says (docs/engine.md, "Packets between QPs").
  */
 final class Packet {
     // Routing (GRH / IP)
@@ -45,6 +46,26 @@ final class Packet {
     Sgl payload;
     long payloadOff;
     int payloadLen;
+    /**
+     * Whether the payload's memory stays valid and unchanged after the delivery call returns, until the packet
+     * is answered: an RC request's (its WQE cannot complete before the ACK) and a READ response's (the
+     * responder's MR). Not for UC/UD, whose WQEs complete when sent, nor for a receive buffer (RoCE). An inbox
+     * keeps a snapshot of a stable payload's pieces and copies an unstable one.
+     */
+    boolean payloadStable;
+    /**
+     * The QP whose owner is sending this packet now, on this thread (set by {@link SoftQp#transmit}; never
+     * copied: a held or queued packet has no sender). Lets an in-process delivery keep the target's executor
+     * for the rest of the sender's burst ({@link SoftQp#deliver}).
+     */
+    SoftQp sender;
+
+    // An inbox slot's own payload storage (Inbox), made on first use
+    private Sgl held;
+    private MemorySegment heldBytes;
+
+    /** Payloads up to this size are copied into an inbox slot even when stable: the receiver reads one slot. */
+    static final int SLOT_COPY_BYTES = 64;
 
     int mask() {
         return Opcodes.mask(opcode);
@@ -99,6 +120,7 @@ final class Packet {
         c.origValue = origValue;
         c.qkey = qkey;
         c.srcQpn = srcQpn;
+        c.payloadStable = true; // the copy belongs to whoever holds it
         if (payloadLen > 0) {
             MemorySegment buf = MemorySegment.ofArray(new byte[payloadLen]);
             copyPayloadTo(buf, 0);
@@ -113,7 +135,63 @@ final class Packet {
         payload = null;
         payloadOff = 0;
         payloadLen = 0;
+        payloadStable = false;
         return this;
+    }
+
+    /** Copies every header field of {@code p} (an inbox slot taking a packet). */
+    void copyHeaderFrom(Packet p) {
+        route = p.route;
+        sgid = p.sgid;
+        dgid = p.dgid;
+        hopLimit = p.hopLimit;
+        trafficClass = p.trafficClass;
+        opcode = p.opcode;
+        solicited = p.solicited;
+        pkey = p.pkey;
+        destQpn = p.destQpn;
+        ackReq = p.ackReq;
+        psn = p.psn;
+        va = p.va;
+        rkey = p.rkey;
+        dmaLen = p.dmaLen;
+        swapAdd = p.swapAdd;
+        compare = p.compare;
+        imm = p.imm;
+        syndrome = p.syndrome;
+        msn = p.msn;
+        origValue = p.origValue;
+        qkey = p.qkey;
+        srcQpn = p.srcQpn;
+    }
+
+    /**
+     * Makes this (an inbox slot) hold {@code p}'s payload beyond the sender's call: a snapshot of the pieces
+     * of a stable payload (the bytes stay where they are), a copy of an unstable or small one.
+     *
+     * @throws IllegalStateException or IndexOutOfBoundsException if the bytes to copy cannot be read
+     */
+    void holdPayloadOf(Packet p) {
+        int len = p.payloadLen;
+        payloadOff = 0;
+        payloadLen = len;
+        payloadStable = true;
+        if (len <= 0 || p.payload == null) {
+            payload = null;
+            payloadLen = Math.max(0, len);
+            return;
+        }
+        if (held == null) {
+            held = new Sgl(1);
+        }
+        if (p.payloadStable && len > SLOT_COPY_BYTES) {
+            held.setRange(p.payload, p.payloadOff, len);
+        } else {
+            heldBytes = Inbox.grow(heldBytes, len);
+            held.set(heldBytes, 0, len);
+            Sgl.transfer(p.payload, p.payloadOff, held, 0, len);
+        }
+        payload = held;
     }
 
     @Override

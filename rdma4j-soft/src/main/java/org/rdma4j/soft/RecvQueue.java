@@ -9,7 +9,7 @@ import org.rdma4j.verbs.ScatterGatherEntry;
 
 /**
  * A receive queue (a QP's own or an SRQ's): a ring of copied receive WQEs. Posting threads take the
- * queue's monitor; the engine consumes under the engine lock. Thread-safe.
+ * queue's monitor; the engine consumes on the QP's executor (an SRQ's consumers under the monitor too). Thread-safe.
  */
 final class RecvQueue {
     final int capacity;
@@ -104,7 +104,7 @@ final class RecvQueue {
         return (int) idx.consumer() & mask;
     }
 
-    /** Consumes the oldest WQE. Engine lock held. */
+    /** Consumes the oldest WQE. The consumer only (the QP's owner; for an SRQ, under its monitor). */
     void advance() {
         idx.consumer(idx.consumer() + 1);
     }

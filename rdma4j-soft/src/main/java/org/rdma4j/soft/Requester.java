@@ -16,7 +16,7 @@ import org.rdma4j.verbs.WrOpcode;
 /**
  * Turns send WQEs into packets (rxe_req.c): assigns PSNs, keeps the RC window and the RDMA READ /
  * atomic initiator depth, honours FENCE, segments at the path MTU on a wire, and sets AckReq.
- * Engine lock held for every call.
+ * Called by the QP's owner only (its executor).
  */
 final class Requester {
     private static final int MAX_PKT_PER_ACK = 64; // rxe RXE_MAX_PKT_PER_ACK
@@ -73,6 +73,12 @@ final class Requester {
 
     private void loop() {
         for (;;) {
+            if (!qp.inbox.isEmpty()) {
+                // Packets that reached this QP while it sent (a peer this thread ran answered at once, or another
+                // thread delivered): taken before the next packet goes, as a NIC's completer runs beside its
+                // requester, so an RNR or sequence NAK stops the stream at once.
+                qp.drainInbox();
+            }
             QpState s = qp.state;
             if (s == QpState.ERR) {
                 qp.flushSendQueue();
@@ -346,7 +352,10 @@ final class Requester {
         if (rc) {
             qp.armRetransmit();
         }
-        qp.fabric.transmit(qp.device, p);
+        // an RC WQE keeps its payload until the ACK: a packet held in the peer's inbox may point at it; a UC/UD
+        // WQE completes below, so its packet's bytes are copied if they are held
+        p.payloadStable = rc;
+        qp.transmit(p);
         if (!rc && last) {
             // UC and UD have no acknowledgements: the WQE is done once its last packet is sent.
             qp.completeSend(w, WcStatus.SUCCESS);

@@ -21,10 +21,12 @@ import org.rdma4j.verbs.spi.GsiAccess;
  * receive WQE consumption with RNR NAKs, data placement, RDMA READ responses, atomics, duplicate
  * detection with read replay and the atomic result cache, the ACK policy, and (unlike rxe) holding
  * requests that arrive past a gap until it fills (docs/roce.md, "Loss recovery"). Error classes follow
- * IBA 9.9.2 as rxe implements them (see {@link #fail}). Engine lock held for every call.
+ * IBA 9.9.2 as rxe implements them (see {@link #fail}). Called by the QP's owner only (its executor).
  */
 final class Responder {
     private static final int UNLIMITED = Aeth.ACK_UNLIMITED;
+    /** 8-aligned 64-bit atomics on registered (native) memory. */
+    private static final java.lang.invoke.VarHandle ATOMIC = ValueLayout.JAVA_LONG.varHandle();
     /** GRH area at the start of UD receive buffers (ibv_post_recv.3). */
     static final int GRH_BYTES = 40;
 
@@ -76,10 +78,8 @@ final class Responder {
     private boolean sentPsnNak;
     private boolean dropMsg;
     private int syndrome = UNLIMITED;
-    /** A plain ACK not yet transmitted ({@link #ackRequested}), with the PSN and MSN it carries. */
-    private boolean ackPending;
-    private int pendingAckPsn;
-    private int pendingAckMsn;
+    /** The plain ACK not yet transmitted ({@link #ackRequested}): the QP's one ACK coalescer. */
+    private final AckCoalescer acks = new AckCoalescer();
     private WcStatus status = WcStatus.SUCCESS;
     private boolean gotoError;
 
@@ -122,7 +122,7 @@ final class Responder {
 
     void reset() {
         dropHeld();
-        ackPending = false;
+        acks.clear();
         psn = 0;
         ackPsn = 0;
         msn = 0;
@@ -162,7 +162,7 @@ final class Responder {
     void onRequest(Packet p) {
         QpState s = qp.state;
         if (s == QpState.RESET || s == QpState.INIT || s == QpState.ERR) {
-            qp.device.count(SoftCounter.DROP_BAD_STATE); // rxe check_type_state / rxe_receiver
+            qp.count(SoftCounter.DROP_BAD_STATE); // rxe check_type_state / rxe_receiver
             return;
         }
         if (qp.type == QpType.UD) {
@@ -180,7 +180,7 @@ final class Responder {
                 return;
             }
             if (diff < 0) {
-                qp.device.count(SoftCounter.DUPLICATE_REQUEST);
+                qp.count(SoftCounter.DUPLICATE_REQUEST);
                 duplicate(p);
                 return;
             }
@@ -211,7 +211,7 @@ final class Responder {
             if (!p.is(Opcodes.M_START)) {
                 dropMsg = true;
                 psn = Psn.add(p.psn, 1);
-                qp.device.count(SoftCounter.DROP_MESSAGE);
+                qp.count(SoftCounter.DROP_MESSAGE);
                 return;
             }
             dropMsg = false;
@@ -235,10 +235,10 @@ final class Responder {
             // rxe check_psn exactly: NAK the first one of a gap, drop it and all that follow.
             if (!sentPsnNak) {
                 sentPsnNak = true;
-                qp.device.count(SoftCounter.OUT_OF_SEQ_REQUEST);
+                qp.count(SoftCounter.OUT_OF_SEQ_REQUEST);
                 sendAck(Aeth.NAK_PSN_SEQ_ERROR, psn);
             }
-            qp.device.count(SoftCounter.DROP_OUT_OF_SEQ);
+            qp.count(SoftCounter.DROP_OUT_OF_SEQ);
             return;
         }
         hold(p);
@@ -253,7 +253,7 @@ final class Responder {
             }
             sentPsnNak = true;
             rewindSeen = false;
-            qp.device.count(SoftCounter.OUT_OF_SEQ_REQUEST);
+            qp.count(SoftCounter.OUT_OF_SEQ_REQUEST);
             sendAck(Aeth.NAK_PSN_SEQ_ERROR, psn);
             return;
         }
@@ -270,7 +270,7 @@ final class Responder {
         lastOutOfSeq = p.psn;
         if (p.ackReq && rewindSeen) {
             rewindSeen = false;
-            qp.device.count(SoftCounter.SEQ_NAK_REPEATS);
+            qp.count(SoftCounter.SEQ_NAK_REPEATS);
             sendAck(Aeth.NAK_PSN_SEQ_ERROR, psn);
         }
     }
@@ -279,7 +279,7 @@ final class Responder {
     private void hold(Packet p) {
         int d = Psn.compare(p.psn, psn);
         if (d >= HOLD) {
-            qp.device.count(SoftCounter.DROP_OUT_OF_SEQ);
+            qp.count(SoftCounter.DROP_OUT_OF_SEQ);
             return;
         }
         if (held == null) {
@@ -288,21 +288,21 @@ final class Responder {
         int slot = p.psn & (HOLD - 1);
         Packet h = held[slot];
         if (h != null && h.psn == p.psn) {
-            qp.device.count(SoftCounter.DROP_OUT_OF_SEQ); // held already (a duplicate or a resend)
+            qp.count(SoftCounter.DROP_OUT_OF_SEQ); // held already (a duplicate or a resend)
             return;
         }
         Packet c;
         try {
             c = p.deepCopy();
         } catch (IllegalStateException | IndexOutOfBoundsException e) {
-            qp.device.count(SoftCounter.DROP_OUT_OF_SEQ); // the sender's memory went away (in process)
+            qp.count(SoftCounter.DROP_OUT_OF_SEQ); // the sender's memory went away (in process)
             return;
         }
         if (h == null) {
             heldCount++;
         }
         held[slot] = c; // a stale one (behind ePSN by now) is replaced
-        qp.device.count(SoftCounter.HELD_OUT_OF_SEQ);
+        qp.count(SoftCounter.HELD_OUT_OF_SEQ);
     }
 
     /**
@@ -338,7 +338,7 @@ final class Responder {
             // on from an ACK and hearing of the gap only after.
             sentPsnNak = true;
             rewindSeen = false; // lastOutOfSeq stays: a resend from the new gap comes in below it
-            qp.device.count(SoftCounter.OUT_OF_SEQ_REQUEST);
+            qp.count(SoftCounter.OUT_OF_SEQ_REQUEST);
             sendAck(Aeth.NAK_PSN_SEQ_ERROR, psn);
         } else if (drainAckPsn >= 0) {
             ackRequested(Psn.add(psn, -1));
@@ -437,7 +437,7 @@ final class Responder {
             }
         } else if (p.is(Opcodes.M_WRITE) && (a & AccessFlag.REMOTE_WRITE.bit()) == 0) {
             dropMsg = true; // UC write not enabled: silently dropped
-            qp.device.count(SoftCounter.DROP_MESSAGE);
+            qp.count(SoftCounter.DROP_MESSAGE);
         }
         return Err.NONE;
     }
@@ -454,7 +454,17 @@ final class Responder {
     }
 
     private boolean fetchWqe() {
-        RecvQueue q = qp.srq != null ? qp.srq.rq : qp.rq;
+        if (qp.srq != null) {
+            // The responders of every QP on the SRQ take from it, each on its own executor: one at a time (rxe
+            // get_srq_wqe holds srq->rq.consumer_lock).
+            synchronized (qp.srq.rq) {
+                return fetchWqeFrom(qp.srq.rq);
+            }
+        }
+        return fetchWqeFrom(qp.rq);
+    }
+
+    private boolean fetchWqeFrom(RecvQueue q) {
         if (q.isEmpty()) {
             return false;
         }
@@ -687,7 +697,7 @@ final class Responder {
             }
             sent += chunk;
             pktPsn = Psn.add(pktPsn, 1);
-            qp.fabric.transmit(qp.device, o);
+            qp.transmit(o);
         } while (sent < len && qp.state != QpState.ERR);
     }
 
@@ -709,12 +719,14 @@ final class Responder {
         }
         long orig;
         try {
-            // Atomic with respect to every other atomic of this fabric: all run under the engine lock
-            // (rxe: IB_ATOMIC_HCA, a device-wide lock, not coherent with CPU atomics).
-            orig = target.get(ValueLayout.JAVA_LONG, off);
-            long next = (p.opcode & 0x1F) == Opcodes.COMPARE_SWAP ? (orig == p.compare ? p.swapAdd : orig)
-                    : orig + p.swapAdd;
-            target.set(ValueLayout.JAVA_LONG, off, next);
+            // Atomic with respect to every other atomic, whichever QP's thread runs it (rxe: IB_ATOMIC_HCA, one
+            // lock for the device's atomics): a compare-and-exchange or get-and-add of the CPU on the 8-aligned
+            // word (aligned: MISALIGNED_ATOMIC above), which is even atomic with respect to the CPU's own.
+            if ((p.opcode & 0x1F) == Opcodes.COMPARE_SWAP) {
+                orig = (long) ATOMIC.compareAndExchange(target, off, p.compare, p.swapAdd);
+            } else {
+                orig = (long) ATOMIC.getAndAdd(target, off, p.swapAdd);
+            }
         } catch (IllegalStateException | WrongThreadException e) {
             one.unreachable("atomic at 0x" + Long.toHexString(p.va) + " on " + qp.describe() + ": " + e.getMessage());
             return Err.RKEY_VIOLATION;
@@ -766,11 +778,11 @@ final class Responder {
     private void handleUd(Packet p) {
         // rxe check_keys: the DETH Q_Key must match the QP's; for QPN 1 (GSI) it must be GSI_QKEY.
         if (p.qkey != (qp.qpn == SoftGsi.GSI_QPN ? GsiAccess.GSI_QKEY : qp.qkey)) {
-            qp.device.count(SoftCounter.DROP_QKEY_VIOLATION);
+            qp.count(SoftCounter.DROP_QKEY_VIOLATION);
             return;
         }
         if (!fetchWqe()) {
-            qp.device.count(SoftCounter.DROP_MESSAGE); // UD class D: no receive WQE
+            qp.count(SoftCounter.DROP_MESSAGE); // UD class D: no receive WQE
             return;
         }
         WcStatus st = WcStatus.SUCCESS;
@@ -853,7 +865,7 @@ final class Responder {
     private void duplicate(Packet p) {
         if (p.is(Opcodes.M_SEND) || p.is(Opcodes.M_WRITE)) {
             // C9-105: acknowledge again with the last PSN processed. rxe sends one ACK per duplicate; the
-            // duplicates of one receive burst (a resend of packets we hold) get one, as requests do
+            // duplicates of one receive batch on a wire (a resend of packets we hold) get one, as requests do
             // (ackRequested; IBA 9.7.5.1.1 lets a responder coalesce).
             ackRequested(Psn.add(ackPsn, -1));
             return;
@@ -902,11 +914,11 @@ final class Responder {
         switch (e) {
             case RNR -> {
                 if (rc) {
-                    qp.device.count(SoftCounter.SND_RNR);
+                    qp.count(SoftCounter.SND_RNR);
                     sendAck(Aeth.TYPE_RNR_NAK | (qp.minRnrTimer & 0x1F), p.psn);
                 } else {
                     dropMsg = true;
-                    qp.device.count(SoftCounter.DROP_MESSAGE);
+                    qp.count(SoftCounter.DROP_MESSAGE);
                 }
                 return;
             }
@@ -916,14 +928,14 @@ final class Responder {
                 // UC: the previous message is abandoned; this packet may start a new one.
                 abandonMessage();
                 dropMsg = true;
-                qp.device.count(SoftCounter.DROP_MESSAGE);
+                qp.count(SoftCounter.DROP_MESSAGE);
             }
             case RKEY_VIOLATION -> {
                 if (rc) {
                     classAc(p, Aeth.NAK_REM_ACC_ERR, WcStatus.REM_ACCESS_ERR);
                 } else {
                     dropMsg = true;
-                    qp.device.count(SoftCounter.DROP_MESSAGE);
+                    qp.count(SoftCounter.DROP_MESSAGE);
                     abandonMessage();
                 }
             }
@@ -934,12 +946,12 @@ final class Responder {
                     classAc(p, Aeth.NAK_INVALID_REQ, WcStatus.REM_INV_REQ_ERR);
                 } else {
                     dropMsg = true;
-                    qp.device.count(SoftCounter.DROP_MESSAGE);
+                    qp.count(SoftCounter.DROP_MESSAGE);
                     abandonMessage();
                 }
             }
             case MALFORMED_WQE -> classAc(p, Aeth.NAK_REM_OP_ERR, WcStatus.LOC_QP_OP_ERR);
-            default -> qp.device.count(SoftCounter.DROP_MALFORMED);
+            default -> qp.count(SoftCounter.DROP_MALFORMED);
         }
     }
 
@@ -979,37 +991,46 @@ final class Responder {
             drainAckPsn = ackedPsn; // answered once the drain is over
             return;
         }
-        boolean poller = qp.device.deferringAcks();
-        // On a wire, the requests one receive batch delivers (dispatched under one engine lock) get one ACK
-        // too, for the newest that asked, sent when the burst ends (SoftFabric.unlockEngine) or before any
-        // other response of this QP: each ACK costs a packet and a system call on both sides, and a stream
-        // of small messages asks for one per message. rxe acknowledges each, which is also valid.
-        boolean burst = !poller && qp.peer == null && qp.device.onWire();
-        if (!poller && !burst) {
-            sendAck(UNLIMITED, ackedPsn);
+        if (!qp.device.onWire()) {
+            // In process the ACK leaves at once, as rxe sends each: it reaches the requester (through its inbox
+            // when this thread runs it) before that sends its next packet, so a resend stops where the responder
+            // holds the rest (docs/roce.md, "Loss recovery") and the requester's view of the responder is the
+            // same whichever thread runs which side. It costs no system call here.
+            acks.request(ackedPsn, msn, AckCoalescer.Timing.END_OF_BURST);
+            flushAck();
             return;
         }
-        pendingAckPsn = ackedPsn;
-        pendingAckMsn = msn;
-        if (poller) {
-            ackPending = true;
+        // On a wire the requests one burst of the owner executes (one RoCE receive batch, one inbox drain) get
+        // one ACK, for the newest that asked, sent when the burst ends (endOfBurst) or before any other response
+        // of this QP: each ACK costs a packet and a system call on both sides, and a stream of small messages
+        // asks for one per message. rxe acknowledges each, which is also valid. A busy-polling thread that
+        // received on a RoCE device defers it to its next verbs call instead.
+        AckCoalescer.Timing t = qp.device.onWire() && Burst.current().deferAcks
+                ? AckCoalescer.Timing.NEXT_VERBS_CALL : AckCoalescer.Timing.END_OF_BURST;
+        acks.request(ackedPsn, msn, t);
+        if (t == AckCoalescer.Timing.NEXT_VERBS_CALL && !qp.ackListed) {
+            qp.ackListed = true;
             qp.fabric.ackDeferred(qp);
-        } else if (!ackPending) {
-            ackPending = true;
-            qp.fabric.deferAck(this);
         }
     }
 
-    /** Sends the deferred ACK, if any (engine lock). */
+    /** @return whether the coalesced ACK waits for the end of the owner's burst (not for a verbs call) */
+    boolean ackDueAtEndOfBurst() {
+        return acks.dueAtEndOfBurst();
+    }
+
+    /** Sends the pending ACK, if any. */
     void flushAck() {
-        if (!ackPending) {
+        if (!acks.pending()) {
             return;
         }
-        ackPending = false;
-        Packet o = response(Opcodes.ACKNOWLEDGE, pendingAckPsn);
-        o.msn = pendingAckMsn;
+        int ackPsnNow = acks.psn();
+        int ackMsn = acks.msn();
+        acks.clear();
+        Packet o = response(Opcodes.ACKNOWLEDGE, ackPsnNow);
+        o.msn = ackMsn;
         o.syndrome = UNLIMITED;
-        qp.fabric.transmit(qp.device, o);
+        qp.transmit(o);
     }
 
     private Packet response(int op, int respPsn) {
@@ -1027,19 +1048,20 @@ final class Responder {
         o.ackReq = false;
         o.solicited = false;
         o.hopLimit = qp.av.hopLimit();
+        o.payloadStable = true; // a READ response's bytes are the responder's MR, which outlives the packet
         return o;
     }
 
     private void sendAck(int syn, int ackedPsn) {
         Packet o = response(Opcodes.ACKNOWLEDGE, ackedPsn);
         o.syndrome = syn;
-        qp.fabric.transmit(qp.device, o);
+        qp.transmit(o);
     }
 
     private void sendAtomicAck(long orig, int ackedPsn) {
         Packet o = response(Opcodes.ATOMIC_ACKNOWLEDGE, ackedPsn);
         o.syndrome = UNLIMITED;
         o.origValue = orig;
-        qp.fabric.transmit(qp.device, o);
+        qp.transmit(o);
     }
 }

@@ -35,7 +35,7 @@ import org.rdma4j.wire.net.UdpSocket;
  * extension headers, payload, pad, ICRC as rdma_rxe computes it) and sent from a socket bound to the
  * device's address and UDP port. One receive agent per socket ({@code rdma4j-roce-rx-<dev>-v4|v6}) takes
  * datagrams in batches, validates them (structure and ICRC; drops counted per reason), and hands them to
- * the receive dispatcher under the engine lock.
+ * the receive dispatcher (which hands each to its QP's executor: docs/engine.md).
  *
  * <p>Interop choices (docs/roce-udp.md): IPv4 datagrams leave an unconnected socket with DF set, for which
  * Linux writes IPv4 ID 0, so our ICRC covers ID 0; received IPv4 packets carry an ID chosen by the peer
@@ -84,17 +84,17 @@ final class RoceLink implements Link {
     private final Link local;
     private final RoceConfig config;
     private final List<Endpoint> endpoints = new ArrayList<>();
-    /** Multicast groups joined, one receiving socket each (engine lock for writes). */
+    /** Multicast groups joined, one receiving socket each (written under the device's table lock). */
     private final java.util.Map<Gid, Endpoint> groups = new java.util.concurrent.ConcurrentHashMap<>();
     /** The endpoints of {@link #groups}, copied on every join and leave: polled without an iterator. */
     private volatile Endpoint[] groupList = new Endpoint[0];
     private final Endpoint v4;
     private final Endpoint v6;
 
-    // Transmit state: used under the engine lock only. Packets of a burst are built back to back in txBuf
+    // Transmit state: used under txLock only. Packets of a burst are built back to back in txBuf
     // and grouped in runs: a run is a train of packets to one destination, all the length of its first but
     // the last, which the kernel cuts from one buffer (UDP GSO, udp(7) UDP_SEGMENT). The runs leave with
-    // one sendmmsg at the flush point (the engine lock's release) or when the buffer is full.
+    // one sendmmsg at the flush point (the end of the sender's Burst) or when the buffer is full.
     private static final int TX_BYTES = 1 << 20;
     private static final int TX_RUNS = 64;
     /** UDP GSO's limit: the IPv4 total length is 16 bits (ip_append_data); stay below 64 KiB for both families. */
@@ -127,10 +127,10 @@ final class RoceLink implements Link {
         final UdpSocket socket;
         final Thread agent;
         final boolean ipv6;
-        /** The traffic class (TOS) the socket sends with now; engine lock. */
+        /** The traffic class (TOS) the socket sends with now; txLock. */
         int trafficClass;
         /**
-         * Whether runs of packets leave as one UDP GSO send (engine lock). Not for IPv6: we send IPv6 with UDP
+         * Whether runs of packets leave as one UDP GSO send (txLock). Not for IPv6: we send IPv6 with UDP
          * checksum 0 as rxe does, and Linux refuses GSO without a checksum (udp_v6_send_skb: EINVAL when
          * no_check6_tx); off once the kernel refused a GSO send on this socket.
          */
@@ -222,7 +222,9 @@ final class RoceLink implements Link {
                         continue;
                     }
                     // ACKs a poller deferred and did not send itself (it went quiet): this agent sends them
-                    device.fabric.flushAcksIfPending();
+                    if (device.fabric.acksPending()) {
+                        device.fabric.flushAcks();
+                    }
                     // Shortly after polling stopped, wake often: a poller that started again after the check
                     // above may defer an ACK whose datagram this agent will never see (bounded ACK delay).
                     long wait = sincePoll < RECENT_POLLER_NS ? 1 : RX_POLL_MS;
@@ -298,7 +300,7 @@ final class RoceLink implements Link {
         }
 
         /**
-         * Receives what the socket has queued and dispatches it under the engine lock.
+         * Receives what the socket has queued and dispatches it, as one Burst.
          *
          * @return whether a datagram was received
          */
@@ -324,8 +326,10 @@ final class RoceLink implements Link {
          *               else every ACK made, and any left deferred, leaves before the lock is released
          */
         private void dispatch(int n, boolean poller) {
-            device.fabric.lockEngine();
-            device.deferAcks(poller);
+            // one burst for the batch: the ACKs its requests earn and the packets its processing makes leave
+            // together when it ends (Burst.exit), one system call per link
+            Burst b = Burst.enter();
+            b.deferAcks = poller;
             try {
                 for (int i = 0; i < n; i++) {
                     SockAddr from = batch.address(i);
@@ -365,11 +369,14 @@ final class RoceLink implements Link {
                 device.count(SoftCounter.ROCE_RX_ERRORS);
                 EngineErrors.receiveFailed(device, null, p, t);
             } finally {
-                device.deferAcks(false);
-                if (!poller) {
-                    device.fabric.flushAcks();
+                b.deferAcks = false;
+                try {
+                    if (!poller && device.fabric.acksPending()) {
+                        device.fabric.flushAcks(); // those a poller left deferred and did not send itself
+                    }
+                } finally {
+                    b.exit();
                 }
-                device.fabric.unlockEngine();
             }
         }
 
@@ -402,7 +409,7 @@ final class RoceLink implements Link {
                 device.count(st == RoceStatus.BAD_ICRC ? SoftCounter.ICRC_ERROR : SoftCounter.DROP_MALFORMED);
                 return;
             }
-            decode(pkt, p, payload);
+            decode(pkt, p, payload); // payloadStable false: the receive buffer is reused
             p.sgid = lastFromGid;
             p.dgid = gid;
             device.receive(p);
@@ -437,8 +444,9 @@ final class RoceLink implements Link {
         for (int i = 0; i < endpoints.size(); i++) {
             endpoints.get(i).pollerLeft();
         }
-        for (Endpoint g : groups.values()) {
-            g.pollerLeft();
+        Endpoint[] gs = groupList;
+        for (int i = 0; i < gs.length; i++) {
+            gs[i].pollerLeft();
         }
     }
 
@@ -457,7 +465,7 @@ final class RoceLink implements Link {
      * address, or ::ffff:a.b.c.d for an IPv4 group: rdma_cm cma_iboe_set_mgid; rxe_mcast_add programs the
      * matching Ethernet multicast address on the netdev). A socket bound to the group and the UDP port
      * receives the group's datagrams; it is joined on the interface of the device's address of the same
-     * family. Engine lock held (called on the first attach of the device to the group).
+     * family. Called under the device's table lock (on the first attach of the device to the group).
      *
      * @throws VerbsException EINVAL if the device has no address of the group's family, EADDRNOTAVAIL if the
      *                        socket cannot be bound or joined
@@ -486,7 +494,7 @@ final class RoceLink implements Link {
         }
     }
 
-    /** Leaves a group joined by {@link #joinGroup} (last detach). Engine lock held. */
+    /** Leaves a group joined by {@link #joinGroup} (last detach), under the device's table lock. */
     void leaveGroup(Gid mgid) {
         Endpoint g = groups.remove(mgid);
         groupList = groups.values().toArray(Endpoint[]::new);
@@ -577,6 +585,11 @@ final class RoceLink implements Link {
         ip.ports(srcPort, dstPort);
     }
 
+    /**
+     * Sends a packet: to a device of this fabric through the in-process link, else encoded into the transmit
+     * batch, which leaves when the calling thread's {@link Burst} ends (at once outside any). Any thread: the
+     * batch is shared by the device's QPs, under {@link #txLock}.
+     */
     @Override
     public void send(SoftDevice from, Packet p) {
         if (p.route != null || device.fabric.deviceFor(p.dgid) != null) {
@@ -584,6 +597,21 @@ final class RoceLink implements Link {
             local.send(from, p);
             return;
         }
+        synchronized (txLock) {
+            queue(from, p);
+        }
+        Burst b = Burst.current();
+        if (b.active()) {
+            b.queued(this);
+        } else {
+            flush();
+        }
+    }
+
+    /** Guards the transmit batch: building packets into it and sending it. */
+    private final Object txLock = new Object();
+
+    private void queue(SoftDevice from, Packet p) {
         Gid sgid = p.sgid;
         Endpoint ep = sgid == null ? null : sgid.isIpv4Mapped() ? v4 : v6;
         if (ep == null || !ep.gid.equals(sgid) || p.dgid == null || p.dgid.isIpv4Mapped() != sgid.isIpv4Mapped()) {
@@ -592,10 +620,10 @@ final class RoceLink implements Link {
             return;
         }
         if (txRuns > 0 && (ep != txEp || p.trafficClass != ep.trafficClass)) {
-            flush(); // one sendmmsg per socket, and the traffic class is a socket option
+            flushLocked(); // one sendmmsg per socket, and the traffic class is a socket option
         }
         if (txRuns == TX_RUNS || txEnd + SLOT_BYTES > TX_BYTES) {
-            flush();
+            flushLocked();
         }
         long at = txEnd;
         int len = txPkt.build(txBuf, at, p.opcode, p.payloadLen);
@@ -676,7 +704,6 @@ final class RoceLink implements Link {
             ipId = 0;
             if (r == 0) {
                 txEp = ep;
-                device.fabric.pendingTransmit(this);
             }
         }
         fill(txIp, sgid, p.dgid, ep.socket.localPort(), config.udpPort());
@@ -689,10 +716,16 @@ final class RoceLink implements Link {
 
     /**
      * Sends the packets queued since the last flush: one {@code sendmmsg} whose entries are runs of
-     * packets, each run one UDP GSO datagram train. Engine lock held; called before the engine lock is
-     * released ({@link SoftFabric#unlockEngine}) and whenever the queue is full or changes socket.
+     * packets, each run one UDP GSO datagram train. Called when a burst that queued packets ends
+     * ({@link Burst#exit}) and whenever the queue is full or changes socket. Any thread.
      */
     void flush() {
+        synchronized (txLock) {
+            flushLocked();
+        }
+    }
+
+    private void flushLocked() {
         int n = txRuns;
         if (n == 0) {
             return;
@@ -816,6 +849,7 @@ final class RoceLink implements Link {
         if (len > 0) {
             payload.set(pkt.segment(), pkt.payloadOffset(), len);
             p.payload = payload;
+            p.payloadStable = false; // the receive buffer: an inbox copies it
         } else {
             p.payload = null;
         }

@@ -8,7 +8,7 @@ import org.rdma4j.verbs.WrOpcode;
 
 /**
  * A send-queue slot: the posted request copied out of the user's {@link org.rdma4j.verbs.SendWorkRequest}
- * (inline data included) plus the engine's progress on it. Engine lock held for all access.
+ * (inline data included) plus the engine's progress on it. Accessed by the QP's owner only (its executor).
  */
 final class SendWqe {
     static final int POSTED = 0;

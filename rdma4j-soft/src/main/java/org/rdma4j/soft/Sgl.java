@@ -71,6 +71,25 @@ final class Sgl {
         total += l;
     }
 
+    /**
+     * Makes this list the pieces of bytes [pos, pos+count) of {@code src} (a snapshot: {@code src} may change
+     * afterwards, the memory it refers to is not copied).
+     */
+    void setRange(Sgl src, long pos, long count) {
+        clear();
+        for (int i = 0; i < src.n && count > 0; i++) {
+            if (pos >= src.len[i]) {
+                pos -= src.len[i];
+                continue;
+            }
+            long chunk = Math.min(count, src.len[i] - pos);
+            long d = src.dma[i];
+            add(src.seg[i], src.off[i] + pos, chunk, d == DmaSpace.NO_DMA ? d : d + pos);
+            count -= chunk;
+            pos = 0;
+        }
+    }
+
     void set(MemorySegment s, long o, long l) {
         clear();
         add(s, o, l, DmaSpace.NO_DMA);

@@ -3,8 +3,11 @@ package org.rdma4j.soft;
 
 import java.time.Duration;
 import java.util.ArrayDeque;
-import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
+
+import org.rdma4j.common.agent.IdleStrategies;
+import org.rdma4j.common.agent.IdleStrategy;
 
 import org.rdma4j.verbs.CompletionChannel;
 import org.rdma4j.verbs.CompletionQueue;
@@ -12,17 +15,42 @@ import org.rdma4j.verbs.Errno;
 import org.rdma4j.verbs.VerbsException;
 
 /**
- * A completion channel: a queue of CQ events. A thread waiting in {@link #getCqEvent} is woken with an
- * error when the channel is closed, or when the last CQ on it is closed (no event can come any more).
- * Thread-safe.
+ * A completion channel: a queue of CQ events. A thread waiting in {@link #getCqEvent} idles with the channel's
+ * idle strategy ({@code -Drdma4j.soft.channelIdle}, default {@value #IDLE}; see {@code IdleStrategies}): it spins
+ * and yields first, receiving on its own thread if the device is a RoCE one (as a CQ poller does), then parks;
+ * {@link #push} unparks it at once, so no fixed hand-off interval stands between a completion and its waiter
+ * (docs/engine.md, "Completion channels"). Before it parks, the device's receive agents stop deferring to it. A
+ * waiter is woken with an error when the channel is closed, or when the last CQ on it is closed (no event can come
+ * any more). Thread-safe.
  */
 final class SoftChannel extends SoftResource implements CompletionChannel {
+    /** The waiters' idle strategy unless {@code rdma4j.soft.channelIdle} names another. */
+    static final String IDLE = "backoff:200:20:50us:1ms";
+    private static final String IDLE_SPEC = System.getProperty("rdma4j.soft.channelIdle", IDLE);
+
     final SoftContext ctx;
     private final ReentrantLock lock = new ReentrantLock();
-    private final Condition changed = lock.newCondition();
     private final ArrayDeque<SoftCq> events = new ArrayDeque<>(); // lock
+    /** Events queued (a hint read without the lock). */
+    private volatile int queued;
+    /** Threads in getCqEvent, woken by every push (copied on change, under lock). */
+    private volatile Thread[] waiters = new Thread[0];
     /** Bumped when the last CQ on the channel closes: waiters from before see it and give up (lock). */
-    private int lastCqClosed;
+    private volatile int lastCqClosed;
+    /** Each waiting thread's idle strategy; its parks first hand the device's receiving to the agents. */
+    private final ThreadLocal<Waiter> waiter = ThreadLocal.withInitial(Waiter::new);
+
+    /** One thread's idle state on this channel. */
+    private final class Waiter {
+        boolean handedOver;
+        final IdleStrategy idle = IdleStrategies.parse(IDLE_SPEC, ns -> {
+            if (!handedOver) {
+                handedOver = true;
+                ctx.device.waiterBlocking(); // this thread receives no more: the agents take over now
+            }
+            LockSupport.parkNanos(SoftChannel.this, ns);
+        });
+    }
 
     SoftChannel(SoftContext ctx) {
         this.ctx = ctx;
@@ -37,9 +65,17 @@ final class SoftChannel extends SoftResource implements CompletionChannel {
         lock.lock();
         try {
             events.add(cq);
-            changed.signal();
+            queued = events.size();
         } finally {
             lock.unlock();
+        }
+        wakeWaiters();
+    }
+
+    private void wakeWaiters() {
+        Thread[] w = waiters;
+        for (int i = 0; i < w.length; i++) {
+            LockSupport.unpark(w[i]);
         }
     }
 
@@ -51,10 +87,28 @@ final class SoftChannel extends SoftResource implements CompletionChannel {
         lock.lock();
         try {
             events.removeIf(e -> e == cq);
+            queued = events.size();
             if (users.decrementAndGet() == 0) {
                 lastCqClosed++;
-                changed.signalAll();
             }
+        } finally {
+            lock.unlock();
+        }
+        wakeWaiters();
+    }
+
+    private SoftCq take() {
+        if (queued == 0) {
+            return null;
+        }
+        lock.lock();
+        try {
+            SoftCq cq = events.poll();
+            queued = events.size();
+            if (cq != null) {
+                cq.unackedEvents.incrementAndGet();
+            }
+            return cq;
         } finally {
             lock.unlock();
         }
@@ -63,15 +117,21 @@ final class SoftChannel extends SoftResource implements CompletionChannel {
     @Override
     public CompletionQueue getCqEvent(Duration timeout) {
         checkNotClosed();
-        if (!timeout.isZero()) {
-            // before the channel lock: this takes the engine lock, under which completions are pushed here
-            ctx.device.waiterBlocking();
+        SoftCq cq = take();
+        if (cq != null || timeout.isZero()) {
+            return cq;
         }
-        lock.lock();
+        int generation = lastCqClosed;
+        long nanos = timeout.toNanos();
+        long deadline = System.nanoTime() + nanos;
+        Thread self = Thread.currentThread();
+        addWaiter(self);
+        Waiter w = waiter.get();
+        w.handedOver = false;
+        w.idle.reset();
+        boolean roce = ctx.device.roceLink() != null;
         try {
-            int generation = lastCqClosed;
-            long nanos = timeout.toNanos();
-            while (events.isEmpty()) {
+            for (;;) {
                 if (closed) {
                     throw new VerbsException(Errno.EINVAL, "the completion channel was closed while this thread"
                             + " waited in getCqEvent");
@@ -80,17 +140,59 @@ final class SoftChannel extends SoftResource implements CompletionChannel {
                     throw new VerbsException(Errno.EINVAL, "the last CQ of this completion channel was closed while"
                             + " this thread waited in getCqEvent: no event can come");
                 }
-                if (nanos <= 0) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
                     return null;
                 }
-                nanos = changed.awaitNanos(nanos);
+                if (roce) {
+                    ctx.device.pollIdle(); // the completion may be in the socket: receive it on this thread
+                }
+                cq = take();
+                if (cq != null) {
+                    return cq;
+                }
+                if (self.isInterrupted()) {
+                    return null;
+                }
+                w.idle.idleAtMost(left);
+                cq = take();
+                if (cq != null) {
+                    return cq;
+                }
             }
-            SoftCq cq = events.poll();
-            cq.unackedEvents.incrementAndGet();
-            return cq;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return null;
+        } finally {
+            removeWaiter(self);
+            if (roce && !w.handedOver) {
+                ctx.device.waiterBlocking(); // the thread leaves the receive path: the agents take over
+            }
+        }
+    }
+
+    private void addWaiter(Thread t) {
+        lock.lock();
+        try {
+            Thread[] w = waiters;
+            Thread[] n = java.util.Arrays.copyOf(w, w.length + 1);
+            n[w.length] = t;
+            waiters = n;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void removeWaiter(Thread t) {
+        lock.lock();
+        try {
+            Thread[] w = waiters;
+            for (int i = 0; i < w.length; i++) {
+                if (w[i] == t) {
+                    Thread[] n = new Thread[w.length - 1];
+                    System.arraycopy(w, 0, n, 0, i);
+                    System.arraycopy(w, i + 1, n, i, w.length - i - 1);
+                    waiters = n;
+                    return;
+                }
+            }
         } finally {
             lock.unlock();
         }
@@ -102,13 +204,8 @@ final class SoftChannel extends SoftResource implements CompletionChannel {
             return;
         }
         checkIdle("ibv_destroy_comp_channel");
-        lock.lock();
-        try {
-            closed = true;
-            changed.signalAll();
-        } finally {
-            lock.unlock();
-        }
+        closed = true;
+        wakeWaiters();
         ctx.children.remove(this);
     }
 }

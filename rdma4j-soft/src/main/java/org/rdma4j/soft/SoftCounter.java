@@ -82,7 +82,14 @@ public enum SoftCounter {
      * Exceptions and errors thrown by the engine's own work and caught per unit of work (a packet, a QP's
      * timers, a post): each is logged and moves the QP concerned to ERR ({@code EngineErrors}).
      */
-    ENGINE_ERRORS;
+    ENGINE_ERRORS,
+    /**
+     * Packets lost because the receiving QP's hand-off ring was full (its owner was busy and more than the
+     * ring's 512 packets waited) or its sender's memory could not be read to keep it: a full queue on a wire.
+     */
+    DROP_HANDOFF_FULL,
+    /** Failures of a background agent's duty cycle outside any QP's work (the agent carries on). */
+    AGENT_ERRORS;
 
     /** {@return whether the counter counts dropped packets (each count is a JFR event and a log line)} */
     public boolean isDrop() {

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 package org.rdma4j.soft;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.Arrays;
+import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -67,22 +70,35 @@ public final class SoftDevice implements Device, GsiAccess {
     /** A RoCE configuration the device binds when its first QP is created ({@link #bindOnFirstQp}), or null. */
     private volatile RoceConfig unbound;
     /**
-     * Written only under the engine lock; read by anyone (a statistic may lag by a few increments). Mapped
-     * from a file other processes read ('rdma4j statistic show', {@link CounterFile}).
+     * The device's own counts (packets dropped before a QP is known, link and CQ events), atomic: any thread
+     * may count. What a QP's roles count goes to the QP ({@link SoftQp#count}), so that threads driving
+     * different QPs never write a common cache line; {@link #counter} adds them up.
      */
-    private final CounterFile counters;
+    private final AtomicLongArray counters = new AtomicLongArray(SoftCounter.values().length);
+    /** Counts of QPs that were destroyed (added when they go). */
+    private final AtomicLongArray retired = new AtomicLongArray(SoftCounter.values().length);
+    /**
+     * The counters as other processes read them ('rdma4j statistic show', {@link CounterFile}): the sums of
+     * {@link #counter}, published by the engine agent about every {@link TimerService#PUBLISH_NS} (a QP's
+     * counts live in the QP, so no thread writes the file on the data path).
+     */
+    private final CounterFile published;
+    /** What {@link #publishCounters} has added to {@link #published} so far (under its monitor). */
+    private final long[] publishedValues = new long[SoftCounter.values().length];
     private final CopyOnWriteArrayList<SoftContext> contexts = new CopyOnWriteArrayList<>();
 
-    // Key and QPN tables: guarded by the engine lock for writes; readers are engine code.
+    // Key and QPN tables: written under tableLock, read by engine threads without a lock (slots are published
+    // with release stores and read with acquire loads; entries are immutable but for an MR's volatile key).
+    private final Object tableLock = new Object();
     private final SoftMr[] mrs = new SoftMr[MAX_MR];
     private int nextMrIndex = 1;
     private final SplittableRandom keyVariants;
     private final SoftQp[] qps = new SoftQp[MAX_QP + FIRST_QPN];
     private int nextQpn = FIRST_QPN;
-    /** Multicast groups joined by QPs of this device (rxe_mcast.c mcg tree): engine lock. */
-    private final java.util.Map<Gid, SoftQp[]> mcgs = new java.util.HashMap<>();
-    /** Where this device's engine sends packets (engine lock for writes; see {@link #link(Link)}). */
-    Link link;
+    /** Multicast groups joined by QPs of this device (rxe_mcast.c mcg tree): member arrays copied on change. */
+    private final java.util.Map<Gid, SoftQp[]> mcgs = new java.util.concurrent.ConcurrentHashMap<>();
+    /** Where this device's engine sends packets (see {@link #link(Link)}). */
+    volatile Link link;
 
     SoftDevice(SoftFabric fabric, String name, int index, DmaConfig dmaConfig) {
         this.fabric = fabric;
@@ -93,7 +109,7 @@ public final class SoftDevice implements Device, GsiAccess {
         this.gids = new Gid[] {gid0};
         this.keyVariants = new SplittableRandom(guid ^ System.nanoTime());
         this.link = fabric.defaultLink();
-        this.counters = CounterFile.create(name + "/1", COUNTER_NAMES);
+        this.published = CounterFile.create(name + "/1", COUNTER_NAMES);
     }
 
     private static final List<String> COUNTER_NAMES =
@@ -181,38 +197,82 @@ public final class SoftDevice implements Device, GsiAccess {
      * @param c a counter
      */
     public long counter(SoftCounter c) {
-        return counters.get(c.ordinal());
+        int i = c.ordinal();
+        long v = counters.get(i) + retired.get(i);
+        VarHandle.acquireFence();
+        for (int q = 1; q < qps.length; q++) {
+            SoftQp qp = qpAt(q);
+            if (qp != null) {
+                v += qp.counted(i);
+            }
+        }
+        return v;
     }
 
     /**
-     * {@return every counter by {@link SoftCounter#rxeName()}, read together under the engine lock (the engine
-     * writes them under it)}
-     *
+     * @return every counter by {@link SoftCounter#rxeName()} (each QP's share read as it stands: a count made
+     *         while this runs may be in or out)
      */
     java.util.Map<String, Long> counters() {
         var m = new java.util.LinkedHashMap<String, Long>();
-        fabric.lockEngine();
-        try {
-            for (SoftCounter c : SoftCounter.values()) {
-                m.put(c.rxeName(), counters.get(c.ordinal()));
-            }
-        } finally {
-            fabric.unlockEngine();
+        for (SoftCounter c : SoftCounter.values()) {
+            m.put(c.rxeName(), counter(c));
         }
         return java.util.Collections.unmodifiableMap(m);
     }
 
-    /** Engine lock held. */
+    /**
+     * Brings the published counters ({@link CounterFile}) up to {@link #counter}'s sums: one pass over the QP
+     * table, each QP's counts added as they stand. Called by the engine agent about every
+     * {@link TimerService#PUBLISH_NS}, and when the device goes; any thread (one at a time).
+     */
+    void publishCounters() {
+        synchronized (publishedValues) {
+            int n = publishedValues.length;
+            long[] sum = new long[n];
+            for (int i = 0; i < n; i++) {
+                sum[i] = counters.get(i) + retired.get(i);
+            }
+            VarHandle.acquireFence();
+            for (int q = 1; q < qps.length; q++) {
+                SoftQp qp = qpAt(q);
+                if (qp != null) {
+                    for (int i = 0; i < n; i++) {
+                        sum[i] += qp.counted(i);
+                    }
+                }
+            }
+            for (int i = 0; i < n; i++) {
+                long d = sum[i] - publishedValues[i];
+                if (d != 0) {
+                    published.add(i, d); // the only writer of the file: this monitor's holder
+                    publishedValues[i] = sum[i];
+                }
+            }
+        }
+    }
+
+    /** Counts an event of the device's own (any thread). */
     void count(SoftCounter c) {
-        counters.increment(c.ordinal());
+        counters.getAndIncrement(c.ordinal());
         if (c.isDrop()) {
             SoftEvents.drop(this, c);
         }
     }
 
-    /** Engine lock held. */
+    /** Counts events of the device's own (any thread). */
     void count(SoftCounter c, long n) {
-        counters.add(c.ordinal(), n);
+        counters.getAndAdd(c.ordinal(), n);
+    }
+
+    /** A QP is being destroyed: its counts stay the device's. */
+    void retire(SoftQp qp) {
+        for (int i = 0; i < SoftCounter.values().length; i++) {
+            long v = qp.counted(i);
+            if (v != 0) {
+                retired.getAndAdd(i, v);
+            }
+        }
     }
 
     boolean portActive() {
@@ -258,7 +318,7 @@ public final class SoftDevice implements Device, GsiAccess {
 
     /**
      * Binds a device added by {@link SoftFabric#addRoceDeviceBoundOnFirstQp} (once; later calls return at
-     * once). Called before a QP is created, outside the engine lock.
+     * once). Called before a QP is created, owning no executor.
      *
      * @throws VerbsException EADDRINUSE when another process (or rdma_rxe) has the address and port,
      *                        EADDRNOTAVAIL when this host does not have the address; the next QP tries again
@@ -315,7 +375,9 @@ public final class SoftDevice implements Device, GsiAccess {
      * it, so a packet that arrives next is taken at once.
      */
     void waiterBlocking() {
-        fabric.flushAcksIfPending();
+        if (fabric.acksPending()) {
+            fabric.flushAcks();
+        }
         RoceLink r = roce;
         if (r != null) {
             r.pollerBlocking();
@@ -328,33 +390,15 @@ public final class SoftDevice implements Device, GsiAccess {
      * @return whether a packet was received
      */
     boolean pollIdle() {
-        fabric.flushAcksIfPending();
+        if (fabric.acksPending()) {
+            fabric.flushAcks();
+        }
         return pollLink();
     }
 
-    // ------------------------------------------------------------------ deferred ACKs (Responder.ackRequested)
-
-    /** Set while a busy-polling application thread dispatches received packets: engine lock. */
-    private boolean deferAcks;
-
-    /** {@return whether ACKs made now may wait (engine lock)} */
-    boolean deferringAcks() {
-        return deferAcks;
-    }
-
-    /** Marks the dispatch of a poller thread (true) and its end (engine lock). */
-    void deferAcks(boolean on) {
-        deferAcks = on;
-    }
-
-    /** Counts from a thread that does not hold the engine lock. */
+    /** Counts from any thread (the same as {@link #count}: kept for the callers that said so). */
     void countOutsideEngine(SoftCounter c) {
-        fabric.lockEngine();
-        try {
-            count(c);
-        } finally {
-            fabric.unlockEngine();
-        }
+        count(c);
     }
 
     Mtu activeMtu() {
@@ -379,16 +423,27 @@ public final class SoftDevice implements Device, GsiAccess {
                 0, 0, 0, up ? 5 : 3, "Ethernet", 2, 32, 1);
     }
 
-    // ---- key table (engine lock held) ----
+    // ---- key table (writes under tableLock; lookups by any thread) ----
 
-    /** Registers an MR and returns its key: index in the upper 24 bits, random variant in the low 8. */
+    private static final VarHandle MRS = MethodHandles.arrayElementVarHandle(SoftMr[].class);
+    private static final VarHandle QPS = MethodHandles.arrayElementVarHandle(SoftQp[].class);
+
+    /**
+     * Registers an MR and returns its key: index in the upper 24 bits, random variant in the low 8. The MR's
+     * key field must be set before the MR is looked up: {@code setKey} is called with the key under the
+     * table lock, before the slot is published.
+     */
     int addMr(SoftMr mr) {
-        for (int tries = 0; tries < MAX_MR; tries++) {
-            int idx = nextMrIndex;
-            nextMrIndex = nextMrIndex + 1 >= MAX_MR ? 1 : nextMrIndex + 1;
-            if (mrs[idx] == null) {
-                mrs[idx] = mr;
-                return (idx << 8) | keyVariants.nextInt(256);
+        synchronized (tableLock) {
+            for (int tries = 0; tries < MAX_MR; tries++) {
+                int idx = nextMrIndex;
+                nextMrIndex = nextMrIndex + 1 >= MAX_MR ? 1 : nextMrIndex + 1;
+                if (MRS.getAcquire(mrs, idx) == null) {
+                    int key = (idx << 8) | keyVariants.nextInt(256);
+                    mr.key = key;
+                    MRS.setRelease(mrs, idx, mr);
+                    return key;
+                }
             }
         }
         throw new VerbsException(Errno.ENOMEM, "MR table full (" + (MAX_MR - 1) + " regions)");
@@ -397,17 +452,19 @@ public final class SoftDevice implements Device, GsiAccess {
     void removeMr(int key) {
         int idx = key >>> 8;
         if (idx > 0 && idx < MAX_MR) {
-            mrs[idx] = null;
+            synchronized (tableLock) {
+                MRS.setRelease(mrs, idx, null);
+            }
         }
     }
 
-    /** {@return the MR with exactly this key, or null} */
+    /** {@return the MR with exactly this key, or null (any thread)} */
     SoftMr lookupMr(int key) {
         int idx = key >>> 8;
         if (idx <= 0 || idx >= MAX_MR) {
             return null;
         }
-        SoftMr mr = mrs[idx];
+        SoftMr mr = (SoftMr) MRS.getAcquire(mrs, idx);
         return mr != null && mr.key == key ? mr : null;
     }
 
@@ -419,7 +476,8 @@ public final class SoftDevice implements Device, GsiAccess {
      * @return the MR, or null
      */
     SoftMr findMrByAddress(SoftContext ctx, long addr, long len) {
-        for (SoftMr mr : mrs) {
+        for (int i = 1; i < MAX_MR; i++) {
+            SoftMr mr = (SoftMr) MRS.getAcquire(mrs, i);
             if (mr != null && mr.pd.ctx == ctx && mr.contains(addr, len)) {
                 return mr;
             }
@@ -427,41 +485,75 @@ public final class SoftDevice implements Device, GsiAccess {
         return null;
     }
 
-    // ---- QP table (engine lock held) ----
+    // ---- QP table (writes under tableLock; lookups by any thread) ----
 
+    /**
+     * Takes a QP number for a QP. The QP is published in the table by {@link #publishQp} once its number is
+     * set, so no thread finds a QP without one.
+     */
     int addQp(SoftQp qp) {
-        for (int tries = 0; tries < MAX_QP; tries++) {
-            int qpn = nextQpn;
-            nextQpn = nextQpn + 1 >= qps.length ? FIRST_QPN : nextQpn + 1;
-            if (qps[qpn] == null) {
-                qps[qpn] = qp;
-                return qpn;
+        synchronized (tableLock) {
+            for (int tries = 0; tries < MAX_QP; tries++) {
+                int qpn = nextQpn;
+                nextQpn = nextQpn + 1 >= qps.length ? FIRST_QPN : nextQpn + 1;
+                if (QPS.getAcquire(qps, qpn) == null && !reserved.get(qpn)) {
+                    reserved.set(qpn);
+                    return qpn;
+                }
             }
         }
         throw new VerbsException(Errno.ENOMEM, "QP table full (" + MAX_QP + " QPs)");
     }
 
+    /** QP numbers taken by {@link #addQp} and not yet published or removed: tableLock. */
+    private final java.util.BitSet reserved = new java.util.BitSet();
+
     /** Takes QP number 1 for the GSI QP ({@link SoftGsi}). */
     int addGsiQp(SoftQp qp) {
-        if (qps[SoftGsi.GSI_QPN] != null) {
-            throw new VerbsException(Errno.EBUSY, "the GSI QP (QP1) of " + name + " port 1 exists already: one MAD"
-                    + " layer owns it (close the other first)");
+        synchronized (tableLock) {
+            if (QPS.getAcquire(qps, SoftGsi.GSI_QPN) != null || reserved.get(SoftGsi.GSI_QPN)) {
+                throw new VerbsException(Errno.EBUSY, "the GSI QP (QP1) of " + name + " port 1 exists already: one"
+                        + " MAD layer owns it (close the other first)");
+            }
+            reserved.set(SoftGsi.GSI_QPN);
+            return SoftGsi.GSI_QPN;
         }
-        qps[SoftGsi.GSI_QPN] = qp;
-        return SoftGsi.GSI_QPN;
+    }
+
+    /** Makes a fully built QP visible to the receive dispatcher and the counters. */
+    void publishQp(SoftQp qp) {
+        synchronized (tableLock) {
+            reserved.clear(qp.qpn);
+            QPS.setRelease(qps, qp.qpn, qp);
+        }
+        fabric.timers.publishing(); // its counts reach the published counters through the engine agent
     }
 
     void removeQp(int qpn) {
-        qps[qpn] = null;
+        synchronized (tableLock) {
+            reserved.clear(qpn);
+            QPS.setRelease(qps, qpn, null);
+        }
     }
 
-    // ---- multicast groups (rxe_mcast.c); engine lock held ----
+    /** @return the QP with this number, or null (any thread) */
+    SoftQp qpAt(int qpn) {
+        return qpn > 0 && qpn < qps.length ? (SoftQp) QPS.getAcquire(qps, qpn) : null;
+    }
+
+    // ---- multicast groups (rxe_mcast.c); under tableLock, read by the dispatcher without it ----
 
     /**
      * Attaches a QP to a group (rxe_attach_mcast): a no-op if it already is; the first QP of a group makes
      * a RoCE device join the IP group, so the network delivers the group's datagrams to it.
      */
     void attachMcast(SoftQp qp, Gid mgid) {
+        synchronized (tableLock) {
+            attachMcastLocked(qp, mgid);
+        }
+    }
+
+    private void attachMcastLocked(SoftQp qp, Gid mgid) {
         SoftQp[] members = mcgs.get(mgid);
         if (members == null) {
             if (mcgs.size() >= MAX_MCAST_GRP) {
@@ -491,6 +583,12 @@ public final class SoftDevice implements Device, GsiAccess {
 
     /** Detaches a QP (rxe_detach_mcast); the last one out leaves the IP group. */
     void detachMcast(SoftQp qp, Gid mgid) {
+        synchronized (tableLock) {
+            detachMcastLocked(qp, mgid);
+        }
+    }
+
+    private void detachMcastLocked(SoftQp qp, Gid mgid) {
         SoftQp[] members = mcgs.get(mgid);
         int at = -1;
         for (int i = 0; members != null && i < members.length; i++) {
@@ -533,7 +631,7 @@ public final class SoftDevice implements Device, GsiAccess {
             return;
         }
         for (SoftQp qp : members) {
-            qp.responder.onRequest(p); // state and Q_Key checked per member (rxe check_type_state, check_keys)
+            qp.deliver(p); // state and Q_Key checked per member (rxe check_type_state, check_keys)
         }
     }
 
@@ -543,12 +641,7 @@ public final class SoftDevice implements Device, GsiAccess {
      * @param l the link its engine sends through from now on
      */
     void link(Link l) {
-        fabric.lockEngine();
-        try {
-            link = l;
-        } finally {
-            fabric.unlockEngine();
-        }
+        link = l;
     }
 
     /** {@return the link the device sends through} */
@@ -556,37 +649,40 @@ public final class SoftDevice implements Device, GsiAccess {
         return link;
     }
 
-    // ---- receive dispatcher (rxe_recv.c); engine lock held ----
+    // ---- receive dispatcher (rxe_recv.c); any thread ----
 
     /**
-     * Takes a packet from a link (rxe_rcv). The packet is valid only during the call: nothing here
-     * keeps a reference to it or to its payload.
+     * Takes a packet from a link (rxe_rcv) and hands it to its QP ({@link SoftQp#deliver}: processed now, on
+     * this thread or by the QP's owner, or kept in the QP's inbox). The packet object is valid only during the
+     * call; its payload after the call only as {@link Packet#payloadStable} says.
      */
     void receive(Packet p) {
         try {
             dispatch(p);
         } catch (Throwable t) {
             // no engine thread dies of one packet: the QP it was for goes to ERR, the thread carries on
-            int qpn = p.destQpn;
-            SoftQp qp = qpn > 0 && qpn < qps.length ? qps[qpn] : null;
-            EngineErrors.receiveFailed(this, qp, p, t);
+            // (a QP's own work catches its failures in SoftQp.process: this is the dispatch itself, which owns no
+            // QP, so no QP is touched)
+            EngineErrors.receiveFailed(this, null, p, t);
         }
     }
 
     private void dispatch(Packet p) {
-        count(SoftCounter.RCVD_PKTS);
         int mask = p.mask();
         if (mask == 0) {
+            count(SoftCounter.RCVD_PKTS);
             count(SoftCounter.DROP_MALFORMED);
             return;
         }
         int qpn = p.destQpn;
         if (qpn == org.rdma4j.verbs.QueuePair.MULTICAST_QPN) {
+            count(SoftCounter.RCVD_PKTS);
             receiveMcast(p);
             return;
         }
-        SoftQp qp = qpn > 0 && qpn < qps.length ? qps[qpn] : null;
+        SoftQp qp = qpAt(qpn);
         if (qp == null) {
+            count(SoftCounter.RCVD_PKTS);
             count(SoftCounter.DROP_NO_QP);
             return;
         }
@@ -598,24 +694,22 @@ public final class SoftDevice implements Device, GsiAccess {
             case UD -> Opcodes.UD;
         };
         if (transport != expected) {
+            count(SoftCounter.RCVD_PKTS);
             count(SoftCounter.DROP_BAD_STATE);
             return;
         }
         // rxe check_addr: a connected QP takes packets only from its peer's address to its own, so a
         // third host that guesses a QPN and PSN cannot inject into the connection.
         if (qp.type != QpType.UD && qp.sgid != null && !(qp.dgid.equals(p.sgid) && qp.sgid.equals(p.dgid))) {
+            count(SoftCounter.RCVD_PKTS);
             count(SoftCounter.DROP_BAD_ADDRESS);
             return;
         }
-        if ((mask & Opcodes.M_REQ) != 0) {
-            qp.responder.onRequest(p);
-        } else {
-            qp.completer.onResponse(p);
-        }
+        qp.deliver(p); // counts RCVD_PKTS on the QP
     }
 
     @Override
     public String toString() {
-        return "SoftDevice{" + name + ", gids=" + Arrays.toString(gids) + (roce != null ? ", " + roce : "") + ", mrs=" + Arrays.stream(mrs).filter(m -> m != null).count() + '}';
+        return "SoftDevice{" + name + ", gids=" + Arrays.toString(gids) + (roce != null ? ", " + roce : "") + '}';
     }
 }

@@ -8,7 +8,8 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.locks.ReentrantLock;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 
 import org.rdma4j.common.ManualClock;
 import org.rdma4j.common.NanoClock;
@@ -22,23 +23,39 @@ import org.rdma4j.verbs.VerbsException;
  * one subnet. Packets pass between devices as objects that refer to the sender's memory, so an RDMA
  * WRITE is a single copy.
  *
- * <p>Threading: protocol processing of every device on the fabric runs under one engine lock, on the
- * thread that posts (requester, then the peer's responder, then the completer, in one call), or on the
- * fabric's timer agent ({@code rdma4j-soft-timer}) for retransmit and RNR timers. Polling a CQ and
- * posting a receive do not take the engine lock. With a {@link ManualClock} there is no timer thread:
- * timers fire inside {@link ManualClock#advance}.
+ * <p>Threading (docs/engine.md): there is no lock shared by the fabric's QPs or devices. Each QP's protocol
+ * work is serialised by its own executor ({@link QpExecutor}) and runs on whichever thread holds it: the
+ * thread that posts, a peer's thread delivering a packet, a thread polling an empty CQ, the RoCE receive
+ * agents, or the fabric's {@code rdma4j-soft-engine} agent for retransmit and RNR timers. With a
+ * {@link ManualClock} there is no timer thread: timers fire inside {@link ManualClock#advance}.
  */
 public final class SoftFabric implements AutoCloseable {
-    final ReentrantLock engine = new ReentrantLock();
+    private static final VarHandle ACK_HEAD;
+
+    static {
+        try {
+            ACK_HEAD = MethodHandles.lookup().findVarHandle(SoftFabric.class, "ackHead", SoftQp.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
     final NanoClock clock;
     final TimerService timers;
     /** The link devices use unless given another (see {@link #setLink}). */
     final InProcessLink inProcess = new InProcessLink(this);
-    /** The link new devices get. Engine lock for writes. */
+    /** The link new devices get. */
     private volatile Link defaultLink = inProcess;
     private final boolean segmentAtMtu;
     private final Map<Gid, SoftDevice> byGid = new ConcurrentHashMap<>();
     private final List<SoftDevice> devices = new CopyOnWriteArrayList<>();
+
+    /** Publishes every device's counters (SoftDevice.publishCounters): the engine agent's work. */
+    void publishCounters() {
+        for (SoftDevice d : devices) {
+            d.publishCounters();
+        }
+    }
     private volatile boolean closed;
 
     /** A fabric on the system clock that passes whole messages (no MTU segmentation). */
@@ -149,13 +166,8 @@ public final class SoftFabric implements AutoCloseable {
      */
     void bindRoce(SoftDevice d, RoceConfig config) {
         RoceLink link = new RoceLink(d, inProcess, config);
-        lockEngine();
-        try {
-            byGid.remove(d.gid(0), d); // the in-process GID (a device bound on its first QP has none listed)
-            d.attachRoce(link, config.resolveMtu());
-        } finally {
-            unlockEngine();
-        }
+        byGid.remove(d.gid(0), d); // the in-process GID (a device bound on its first QP has none listed)
+        d.attachRoce(link, config.resolveMtu());
         for (int i = 0; i < d.gidTableLength(); i++) {
             byGid.put(d.gid(i), d);
         }
@@ -182,78 +194,6 @@ public final class SoftFabric implements AutoCloseable {
         return clock;
     }
 
-    /**
-     * Takes the engine lock, spinning briefly before parking: the lock is held for well under a
-     * microsecond per post, while parking and waking a thread costs several (measured: a ping-pong's
-     * echo thread parked on every few hundred round trips for 3 µs each with a plain lock()).
-     */
-    void lockEngine() {
-        if (engine.tryLock()) {
-            return;
-        }
-        for (int i = 0; i < ENGINE_SPINS; i++) {
-            Thread.onSpinWait();
-            if (!engine.isLocked() && engine.tryLock()) {
-                return;
-            }
-        }
-        engine.lock();
-    }
-
-    private static final int ENGINE_SPINS = 4_000;
-
-    /**
-     * Links holding packets of the current burst (engine lock): a RoCE link batches the packets the engine
-     * emits while it holds the lock (segments of one or more messages, READ responses, ACKs) into one
-     * system call, and {@link #unlockEngine} sends them before the lock is released, so no packet waits
-     * past the burst that made it.
-     */
-    private final java.util.ArrayList<RoceLink> pendingTx = new java.util.ArrayList<>(2);
-
-    /** Engine lock held: {@code link} queued packets that must leave before the outermost unlock. */
-    void pendingTransmit(RoceLink link) {
-        if (!pendingTx.contains(link)) {
-            pendingTx.add(link);
-        }
-    }
-
-    /**
-     * Releases the engine lock taken by {@link #lockEngine}; the outermost release first sends what the
-     * links batched during the burst (the flush point of {@link RoceLink}'s send batching).
-     */
-    void unlockEngine() {
-        try {
-            if ((!pendingTx.isEmpty() || !pendingAcks.isEmpty()) && engine.getHoldCount() == 1) {
-                flushPending();
-            }
-        } finally {
-            engine.unlock(); // whatever the flush threw: a lock left held would stop the whole fabric
-        }
-    }
-
-    /** Responders holding a coalesced ACK for the current burst (engine lock). */
-    private final java.util.ArrayList<Responder> pendingAcks = new java.util.ArrayList<>(4);
-
-    /** Engine lock held: {@code r} holds an ACK to send before the outermost unlock. */
-    void deferAck(Responder r) {
-        pendingAcks.add(r); // at most once per burst: the responder registers when its first ACK is deferred
-    }
-
-    private void flushPending() {
-        for (int i = 0; i < pendingAcks.size(); i++) {
-            Responder r = pendingAcks.get(i);
-            try {
-                r.flushAck(); // queues on the links; sent below
-            } catch (Throwable t) {
-                EngineErrors.qpWorkFailed(r.qp(), "deferred ACK", t);
-            }
-        }
-        pendingAcks.clear();
-        while (!pendingTx.isEmpty()) {
-            pendingTx.remove(pendingTx.size() - 1).flush(); // a flush only makes system calls: it adds nothing
-        }
-    }
-
     /** {@return the device owning a GID on this fabric, or null} */
     SoftDevice deviceFor(Gid gid) {
         return gid == null ? null : byGid.get(gid);
@@ -264,29 +204,15 @@ public final class SoftFabric implements AutoCloseable {
     }
 
     /**
-     * Hands a packet to the sending device's link, which delivers it to the device that owns its
-     * destination GID. Engine lock held; the packet is valid only during the call ({@link Link}).
-     */
-    void transmit(SoftDevice from, Packet p) {
-        from.count(SoftCounter.SENT_PKTS);
-        from.link.send(from, p);
-    }
-
-    /**
      * Gives every device of the fabric the same link (a decorator of {@link #inProcess}, say), and
      * makes it the link of devices added later.
      *
      * @param link the link; null restores the in-process link
      */
     void setLink(Link link) {
-        lockEngine();
-        try {
-            defaultLink = link == null ? inProcess : link;
-            for (SoftDevice d : devices) {
-                d.link = defaultLink;
-            }
-        } finally {
-            unlockEngine();
+        defaultLink = link == null ? inProcess : link;
+        for (SoftDevice d : devices) {
+            d.link = defaultLink;
         }
     }
 
@@ -300,53 +226,54 @@ public final class SoftFabric implements AutoCloseable {
         }
     }
 
-    // ------------------------------------------------------------------ deferred ACKs (Responder.ackRequested)
+    // ------------------------------------------------------------------ deferred ACKs (AckCoalescer NEXT_VERBS_CALL)
 
     /**
-     * QPs whose responder holds a deferred ACK: engine lock. Kept per fabric, not per device, so that any
-     * verbs call on any of the fabric's devices sends them: a thread that drives several devices must not
-     * leave one device's ACKs waiting while it polls another.
+     * QPs whose responder holds an ACK for the receiving thread's next verbs call, newest first, linked through
+     * {@link SoftQp#ackNext} (a QP is listed at most once: {@link SoftQp#ackListed}). Kept per fabric, not per
+     * device, so that any verbs call on any of the fabric's devices sends them: a thread that drives several
+     * devices must not leave one device's ACKs waiting while it polls another.
      */
-    private final java.util.ArrayList<SoftQp> ackQps = new java.util.ArrayList<>();
-    /** Whether {@link #ackQps} may be non-empty: read without the lock, as a hint. */
-    private volatile boolean acksPending;
+    @SuppressWarnings("unused") // through ACK_HEAD
+    private volatile SoftQp ackHead;
 
-    /** Records that {@code qp}'s responder holds a deferred ACK (engine lock). */
+    /**
+     * Lists a QP whose responder holds a NEXT_VERBS_CALL ACK. Called by the QP's owner.
+     *
+     * @param qp the QP, not listed yet (its {@code ackListed} flag was just set)
+     */
     void ackDeferred(SoftQp qp) {
-        if (!qp.ackListed) {
-            qp.ackListed = true;
-            ackQps.add(qp);
-        }
-        acksPending = true;
+        SoftQp head;
+        do {
+            head = (SoftQp) ACK_HEAD.getVolatile(this);
+            qp.ackNext = head;
+        } while (!ACK_HEAD.compareAndSet(this, head, qp));
     }
 
-    /** Sends every deferred ACK (engine lock). */
+    /** @return whether a QP may hold a deferred ACK (a hint, read without any lock) */
+    boolean acksPending() {
+        return (SoftQp) ACK_HEAD.getVolatile(this) != null;
+    }
+
+    /**
+     * Sends every deferred ACK: each listed QP's executor is taken in turn (waiting for it), so the caller must
+     * own none: verbs entry points, the receive agents, the engine agent.
+     */
     void flushAcks() {
-        if (!acksPending) {
+        SoftQp q = (SoftQp) ACK_HEAD.getAndSet(this, null);
+        if (q == null) {
             return;
         }
-        for (int i = 0; i < ackQps.size(); i++) {
-            SoftQp qp = ackQps.get(i);
-            qp.ackListed = false;
-            try {
-                qp.responder.flushAck();
-            } catch (Throwable t) {
-                EngineErrors.qpWorkFailed(qp, "deferred ACK", t);
+        Burst b = Burst.enter();
+        try {
+            while (q != null) {
+                SoftQp next = q.ackNext;
+                q.ackNext = null;
+                q.flushDeferredAck();
+                q = next;
             }
-        }
-        ackQps.clear();
-        acksPending = false;
-    }
-
-    /** Sends every deferred ACK, taking the engine lock only if there may be one. */
-    void flushAcksIfPending() {
-        if (acksPending) {
-            lockEngine();
-            try {
-                flushAcks();
-            } finally {
-                unlockEngine(); // sends what flushAcks queued on the links
-            }
+        } finally {
+            b.exit(); // the ACKs leave in one system call per link
         }
     }
 

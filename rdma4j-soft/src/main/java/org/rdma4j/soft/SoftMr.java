@@ -95,13 +95,8 @@ final class SoftMr extends SoftResource implements MemoryRegion {
         if (closed) {
             return;
         }
-        pd.device.fabric.lockEngine();
-        try {
-            closed = true;
-            pd.device.removeMr(key);
-        } finally {
-            pd.device.fabric.unlockEngine();
-        }
+        closed = true;
+        pd.device.removeMr(key);
         pd.device.dma.unmapRegion(dmaAddr);
         pd.children.remove(this);
     }

@@ -61,14 +61,11 @@ final class SoftPd extends SoftResource implements ProtectionDomain {
         // DmaSpace.unusable)
         long dmaAddr = device.dma.mapRegion(ctx, segment);
         SoftMr mr = new SoftMr(this, segment, AccessFlag.toBits(access), dmaAddr);
-        device.fabric.lockEngine();
         try {
-            mr.key = device.addMr(mr);
+            device.addMr(mr); // sets mr.key before the MR can be looked up
         } catch (RuntimeException e) {
             device.dma.unmapRegion(dmaAddr);
             throw e;
-        } finally {
-            device.fabric.unlockEngine();
         }
         children.add(mr);
         return mr;

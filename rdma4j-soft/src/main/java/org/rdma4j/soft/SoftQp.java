@@ -31,7 +31,7 @@ import org.rdma4j.verbs.WrOpcode;
 /**
  * A queue pair of the software device: attributes, the state machine, the send queue and the
  * receive queue. The protocol work is done by its {@link Requester}, {@link Responder} and
- * {@link Completer} under the fabric's engine lock. Thread-safe.
+ * {@link Completer} on the QP's own {@link QpExecutor} (docs/engine.md). Thread-safe.
  */
 final class SoftQp extends SoftResource implements QueuePair {
     /**
@@ -54,7 +54,7 @@ final class SoftQp extends SoftResource implements QueuePair {
     final RecvQueue rq;
     private final Arena arena;
 
-    // Attributes (engine lock for writes after creation).
+    // Attributes (written by the owner after creation; state is volatile for posting and polling).
     volatile QpState state = QpState.RESET;
     /** modify() is moving the QP to ERR (engine lock): moveToError reports the change as the modify's. */
     private boolean modifyingToError;
@@ -86,19 +86,33 @@ final class SoftQp extends SoftResource implements QueuePair {
     long reqIdx;
     long compIdx;
 
-    // Timers (engine lock); 0 = disarmed.
-    long retransDeadline;
+    // Timers: written by the owner; volatile, so the engine agent reads them without the executor. 0 = disarmed.
+    volatile long retransDeadline;
     boolean progressSinceArm;
-    long rnrDeadline;
-    boolean watched;
+    volatile long rnrDeadline;
+    /** Whether the timer service watches this QP (TimerService: set by a CAS, cleared by the service). */
+    volatile boolean watched;
+    /** The next QP on the timer service's stack of newly watched QPs. */
+    SoftQp timerNext;
+    /** Set by the engine agent when a deadline passed; the duty cycle runs the timers and clears it. */
+    volatile boolean timerDue;
+
+    /** Serialises this QP's protocol work (docs/engine.md). */
+    final QpExecutor exec;
+    /** Packets handed over while the executor was owned elsewhere (docs/engine.md, "Packets between QPs"). */
+    final Inbox inbox;
+    /** This QP's counts (owner-written), summed by {@link SoftDevice#counter}. */
+    private final long[] counts = new long[SoftCounter.values().length];
 
     /** WrOpcode.validFor(type), by ordinal, so the requester does not switch per request. */
     private final boolean[] validOps;
     final Requester requester;
     final Completer completer;
     final Responder responder;
-    /** Whether this QP is on its device's list of deferred ACKs: engine lock. */
-    boolean ackListed;
+    /** Whether this QP is on the fabric's list of deferred ACKs (set by the owner, cleared by the flusher). */
+    volatile boolean ackListed;
+    /** The next QP on the fabric's list of deferred ACKs. */
+    SoftQp ackNext;
 
     SoftQp(SoftPd pd, QpInitAttributes init) {
         this(pd, init, false);
@@ -169,14 +183,29 @@ final class SoftQp extends SoftResource implements QueuePair {
         this.requester = new Requester(this);
         this.completer = new Completer(this);
         this.responder = new Responder(this);
-        fabric.lockEngine();
-        try {
-            this.qpn = gsi ? device.addGsiQp(this) : device.addQp(this);
-        } finally {
-            fabric.unlockEngine();
-        }
+        this.exec = new QpExecutor(new QpExecutor.Work() {
+            @Override
+            public void dutyCycle() {
+                SoftQp.this.dutyCycle();
+            }
+
+            @Override
+            public void endOfBurst() {
+                SoftQp.this.endOfBurst();
+            }
+
+            @Override
+            public String toString() {
+                return SoftQp.this.describe() + " on " + device.name();
+            }
+        });
+        this.inbox = new Inbox(INBOX_SLOTS);
+        this.qpn = gsi ? device.addGsiQp(this) : device.addQp(this);
+        device.publishQp(this);
         scq.users.incrementAndGet();
         rcq.users.incrementAndGet();
+        scq.attach(this);
+        rcq.attach(this);
         if (s != null) {
             s.users.incrementAndGet();
         }
@@ -209,13 +238,372 @@ final class SoftQp extends SoftResource implements QueuePair {
 
     @Override
     public QpState state() {
-        // Under the engine lock, as query() is: a packet being dispatched by another thread (a RoCE
-        // receive) finishes first, so an error completion is never seen before its state change.
-        fabric.lockEngine();
+        // Under the executor, as query() is: a packet being processed by another thread (a RoCE receive, a
+        // peer's delivery) finishes first, so an error completion is never seen before its state change.
+        exec.acquire();
         try {
             return state;
         } finally {
-            fabric.unlockEngine();
+            exec.release();
+        }
+    }
+
+    // ------------------------------------------------------------------ the executor's work (docs/engine.md)
+
+    /** Inbox slots per QP: more than the packets an RC peer can have outstanding both ways (2 x 128 PSNs). */
+    static final int INBOX_SLOTS = 512;
+
+    /**
+     * Counts an event of this QP's protocol work. Owner only.
+     *
+     * @param c the counter
+     */
+    void count(SoftCounter c) {
+        counts[c.ordinal()]++;
+        if (c.isDrop()) {
+            SoftEvents.drop(device, c);
+        }
+    }
+
+    /**
+     * Counts events of this QP's protocol work. Owner only.
+     *
+     * @param c the counter
+     * @param n how many
+     */
+    void count(SoftCounter c, long n) {
+        counts[c.ordinal()] += n;
+    }
+
+    /** @return this QP's share of counter {@code ordinal} (any thread: a count in progress may be missed) */
+    long counted(int ordinal) {
+        return counts[ordinal];
+    }
+
+    /**
+     * Sends a packet of this QP's roles through its device's link. Owner only; the packet is valid during
+     * the call, its payload as {@link Packet#payloadStable} says.
+     *
+     * @param p the packet
+     */
+    void transmit(Packet p) {
+        count(SoftCounter.SENT_PKTS);
+        p.sender = this;
+        try {
+            device.link.send(device, p);
+        } finally {
+            p.sender = null;
+        }
+    }
+
+    /**
+     * Whether this thread owns the executor on behalf of a sender's burst without running this QP's work: the
+     * sender delivers its next packets here directly, with no lock operation per packet (owner only).
+     */
+    private boolean heldForSender;
+    /** The peer whose executor this QP's owner keeps for the rest of its burst (owner only), or null. */
+    private SoftQp keptPeer;
+
+    /**
+     * A packet for this QP from a link (the dispatcher checked its transport and addresses): processed now on
+     * this thread if the executor is free and nothing waits before it, else copied into the inbox for the
+     * owner (the payload's pieces, or its bytes when they do not outlive the call: {@link Packet#payloadStable}).
+     * Never waits, so a thread that owns another QP's executor may deliver.
+     *
+     * @param p the packet, valid during the call
+     */
+    void deliver(Packet p) {
+        QpExecutor ex = exec;
+        if (p.sender != null && !ex.heldByCurrentThread() && handToPoller(p)) {
+            return;
+        }
+        if (ex.heldByCurrentThread()) {
+            if (heldForSender) {
+                // kept for the burst of the QP that is sending (below): its next packet goes in directly
+                heldForSender = false;
+                try {
+                    if (!inbox.isEmpty()) {
+                        drainInbox();
+                    }
+                    process(p);
+                } finally {
+                    heldForSender = true;
+                }
+                return;
+            }
+            // this thread is inside this QP's work further up its stack: never re-enter it
+            handOff(p);
+            ex.markPending();
+            return;
+        }
+        if (ex.tryAcquire()) {
+            boolean keep = false;
+            try {
+                if (!inbox.isEmpty()) {
+                    drainInbox(); // what arrived first is processed first
+                }
+                process(p);
+                SoftQp s = p.sender;
+                // keep the executor for the rest of the sender's burst (its next packets, the coalesced ACK at
+                // its end): one lock operation per burst instead of per packet. The sender lets go of it at its
+                // own end of burst (releaseKeptPeer), before it lets go of its own executor.
+                if (s != null && s.keptPeer == null && s != this && s.exec.heldByCurrentThread()) {
+                    s.keptPeer = this;
+                    heldForSender = true;
+                    keep = true;
+                }
+            } finally {
+                if (!keep) {
+                    ex.release();
+                }
+            }
+            return;
+        }
+        handOff(p);
+        ex.schedule();
+    }
+
+    /**
+     * Receiver-driven delivery (docs/engine.md): when a thread polls one of this QP's CQs, a packet from an
+     * in-process sender is left in the inbox for that poller, which runs this QP on its own thread, so each
+     * thread touches its own side's cache lines; the engine agent runs it if the poller stops first.
+     *
+     * @return whether the packet was handed over
+     */
+    private boolean handToPoller(Packet p) {
+        SoftCq cq = p.is(Opcodes.M_REQ) ? recvCq : sendCq;
+        SoftCq other = cq == recvCq ? sendCq : recvCq;
+        SoftCq active = cq.pollerActive(0) ? cq : other != cq && other.pollerActive(0) ? other : null;
+        if (active == null) {
+            return false;
+        }
+        boolean ok;
+        try {
+            ok = inbox.offer(p);
+        } catch (IllegalStateException | IndexOutOfBoundsException e) {
+            device.count(SoftCounter.DROP_HANDOFF_FULL);
+            return true;
+        }
+        if (!ok) {
+            return false; // full: the sender runs it (or queues it behind the owner) below
+        }
+        exec.markPending();
+        if (!active.handedOver(this)) {
+            exec.schedule(); // the ready list is full: run it now
+            return true;
+        }
+        fabric.timers.handedOver(this);
+        return true;
+    }
+
+    /** Whether the timer service watches this QP's handed-over packets (TimerService.handedOver). */
+    volatile boolean handedWatched;
+    /** The next QP on the timer service's stack of handed-over QPs. */
+    SoftQp handedNext;
+    /** The inbox's consumer position at the timer service's last check (its thread only). */
+    long handedSeen;
+
+    /** Whether this QP is on a CQ's ready list (SoftCq.handedOver; set by CAS, cleared by the poller). */
+    volatile boolean readyListed;
+    static final java.lang.invoke.VarHandle READY_LISTED;
+
+    static {
+        try {
+            READY_LISTED = java.lang.invoke.MethodHandles.lookup().findVarHandle(SoftQp.class, "readyListed",
+                    boolean.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    /**
+     * A poller of one of this QP's CQs (or the engine agent) runs what senders left in the inbox, if nobody owns
+     * the executor (an owner runs it before it lets go). The caller owns no executor.
+     *
+     * @return whether this thread ran the QP
+     */
+    boolean runHandedOver() {
+        if (!exec.tryAcquire()) {
+            return false;
+        }
+        exec.markPending();
+        exec.release();
+        return true;
+    }
+
+    /** Lets go of the peer executor kept for this QP's burst (owner only). */
+    private void releaseKeptPeer() {
+        SoftQp b = keptPeer;
+        if (b != null) {
+            keptPeer = null;
+            b.heldForSender = false;
+            b.exec.release(); // runs what waited for it, and its end of burst (the ACK)
+        }
+    }
+
+    private void handOff(Packet p) {
+        boolean ok;
+        try {
+            ok = inbox.offer(p);
+        } catch (IllegalStateException | IndexOutOfBoundsException e) {
+            device.count(SoftCounter.DROP_HANDOFF_FULL); // the sender's memory went away: lost, as on a wire
+            return;
+        }
+        if (!ok) {
+            device.count(SoftCounter.DROP_HANDOFF_FULL); // RC retransmits; UC/UD lose it, as a full queue would
+        }
+    }
+
+    /** Runs one packet through the responder or the completer. Owner only. */
+    private void process(Packet p) {
+        count(SoftCounter.RCVD_PKTS);
+        if (p.payloadLen < 0) {
+            count(SoftCounter.DROP_MALFORMED); // a slot whose payload could not be copied
+            return;
+        }
+        try {
+            if (p.is(Opcodes.M_REQ)) {
+                responder.onRequest(p);
+            } else {
+                completer.onResponse(p);
+            }
+        } catch (Throwable t) {
+            EngineErrors.receiveFailed(device, this, p, t);
+        }
+    }
+
+    /** Processes what the inbox holds (at most one ring's worth). Owner only. */
+    void drainInbox() {
+        if (draining) {
+            return; // called from the processing of a packet of this drain (a response runs the requester)
+        }
+        draining = true;
+        try {
+            int n = 0;
+            long seq;
+            while (n < INBOX_SLOTS && (seq = inbox.poll()) >= 0) {
+                try {
+                    process(inbox.packet(seq));
+                } finally {
+                    inbox.done(seq);
+                }
+                n++;
+            }
+            if (n == INBOX_SLOTS && !inbox.isEmpty()) {
+                exec.markPending(); // the rest in the next cycle, after the others' work
+            }
+        } finally {
+            draining = false;
+        }
+    }
+
+    /** Whether {@link #drainInbox} is running (owner only). */
+    private boolean draining;
+
+    /** The duty cycle (QpExecutor.Work): inbox, due timers, requester. Owner only. */
+    private void dutyCycle() {
+        if (!inbox.isEmpty()) {
+            drainInbox();
+        }
+        if (timerDue) {
+            timerDue = false;
+            try {
+                onTimers(fabric.clock.nanoTime());
+            } catch (Throwable t) {
+                EngineErrors.qpWorkFailed(this, "timers", t);
+            }
+        }
+        if (reqIdx != sqHead && (state == QpState.RTS || state == QpState.SQD || state == QpState.ERR)) {
+            try {
+                requester.run();
+            } catch (Throwable t) {
+                EngineErrors.qpWorkFailed(this, "post", t);
+            }
+        }
+    }
+
+    /**
+     * The end of the owner's burst on this QP (QpExecutor.Work): the ACK coalescer's END_OF_BURST. In process
+     * the ACK leaves now; on a RoCE device inside a thread's {@link Burst} (a receive batch, a post list) it
+     * leaves when that burst ends, so the batch's requests share one ACK and the batch's system call. Owner only.
+     */
+    private void endOfBurst() {
+        try {
+            flushAckAtEndOfBurst();
+        } finally {
+            // last: a packet sent above may have kept a peer; letting go of it cannot keep another (the peer's
+            // packets to this QP go to its inbox, this QP being owned here), so none outlives this burst
+            try {
+                releaseKeptPeer();
+            } catch (Throwable t) {
+                EngineErrors.qpWorkFailed(this, "peer release", t);
+            }
+        }
+    }
+
+    private void flushAckAtEndOfBurst() {
+        try {
+            if (!responder.ackDueAtEndOfBurst()) {
+                return;
+            }
+            if (device.onWire() && !burstAckListed) {
+                Burst b = Burst.current();
+                if (b.active()) {
+                    burstAckListed = true;
+                    b.ackAtEnd(this);
+                    return;
+                }
+            }
+            if (!burstAckListed) {
+                responder.flushAck();
+            }
+        } catch (Throwable t) {
+            EngineErrors.qpWorkFailed(this, "ACK", t);
+        }
+    }
+
+    /** Whether this QP's END_OF_BURST ACK is listed on a thread's burst (owner, or that burst's thread). */
+    boolean burstAckListed;
+
+    /** The thread's burst ended: its END_OF_BURST ACK leaves. The caller owns no executor. */
+    void flushBurstAck() {
+        exec.acquire();
+        try {
+            burstAckListed = false;
+            if (responder.ackDueAtEndOfBurst()) {
+                responder.flushAck();
+            }
+        } catch (Throwable t) {
+            EngineErrors.qpWorkFailed(this, "ACK", t);
+        } finally {
+            exec.release();
+        }
+    }
+
+    /** Sends the responder's deferred (NEXT_VERBS_CALL) ACK; the caller owns no executor. */
+    void flushDeferredAck() {
+        ackListed = false;
+        exec.acquire();
+        try {
+            responder.flushAck();
+        } catch (Throwable t) {
+            EngineErrors.qpWorkFailed(this, "deferred ACK", t);
+        } finally {
+            exec.release();
+        }
+    }
+
+    /** Runs this QP's due timers now, on this thread (the manual clock's advance); the caller owns no executor. */
+    void runTimersNow(long nowNs) {
+        Burst b = Burst.enter();
+        exec.acquire();
+        try {
+            onTimers(nowNs);
+        } catch (Throwable t) {
+            EngineErrors.qpWorkFailed(this, "timers", t);
+        } finally {
+            exec.release();
+            b.exit();
         }
     }
 
@@ -238,17 +626,19 @@ final class SoftQp extends SoftResource implements QueuePair {
     @Override
     public void modify(QpAttributes a) {
         checkNotClosed();
-        fabric.lockEngine();
+        Burst b = Burst.enter();
+        exec.acquire();
         try {
             modifyLocked(a);
         } finally {
-            fabric.unlockEngine();
+            exec.release();
+            b.exit();
         }
     }
 
     private void modifyLocked(QpAttributes a) {
         // what the responder acknowledged so far goes out before the QP changes (rxe sent it at receive time)
-        fabric.flushAcks();
+        responder.flushAck();
         int mask = a.mask();
         QpState cur = state;
         if (a.has(QpAttrMask.CUR_STATE) && a.curState() != cur) {
@@ -405,7 +795,7 @@ final class SoftQp extends SoftResource implements QueuePair {
     @Override
     public QpAttributes query() {
         checkNotClosed();
-        fabric.lockEngine();
+        exec.acquire();
         try {
             QpAttributes a = new QpAttributes()
                     .state(state).curState(state).qkey(qkey).pkeyIndex(pkeyIndex).port(port).accessFlags(accessFlags)
@@ -416,11 +806,11 @@ final class SoftQp extends SoftResource implements QueuePair {
             a.sqDraining(state == QpState.SQD && compIdx != sqHead);
             return a;
         } finally {
-            fabric.unlockEngine();
+            exec.release();
         }
     }
 
-    // ------------------------------------------------------------------ state changes (engine lock)
+    // ------------------------------------------------------------------ state changes (owner)
 
     private void reset() {
         state = QpState.RESET;
@@ -428,8 +818,7 @@ final class SoftQp extends SoftResource implements QueuePair {
         reqIdx = 0;
         compIdx = 0;
         retransDeadline = 0;
-        rnrDeadline = 0;
-        fabric.timers.unwatch(this);
+        rnrDeadline = 0; // the timer service forgets a QP with no deadline
         if (rq != null) {
             rq.reset();
         }
@@ -527,7 +916,7 @@ final class SoftQp extends SoftResource implements QueuePair {
         }
     }
 
-    // ------------------------------------------------------------------ timers (engine lock)
+    // ------------------------------------------------------------------ timers (owner; the service reads deadlines)
 
     void armRetransmit() {
         if (retransDeadline == 0) {
@@ -585,34 +974,56 @@ final class SoftQp extends SoftResource implements QueuePair {
 
     @Override
     public boolean postSend(SendWorkRequest wr) {
-        fabric.lockEngine();
+        Burst b = Burst.enter();
         try {
-            if (!enqueue(wr)) {
-                return false;
+            exec.acquire();
+            boolean ok;
+            try {
+                ok = enqueue(wr);
+                if (ok) {
+                    afterPost();
+                }
+            } finally {
+                exec.release();
             }
-            afterPost();
-            return true;
+            afterVerbsCall();
+            return ok;
         } finally {
-            fabric.unlockEngine();
+            b.exit();
         }
     }
 
     @Override
     public int postSend(SendWorkRequest[] wrs, int count) {
-        int n = 0;
-        fabric.lockEngine();
+        Burst b = Burst.enter();
         try {
-            while (n < count && enqueue(wrs[n])) {
-                n++;
+            int n = 0;
+            exec.acquire();
+            try {
+                while (n < count && enqueue(wrs[n])) {
+                    n++;
+                }
+                if (n > 0) {
+                    afterPost();
+                }
+            } finally {
+                exec.release();
             }
-            if (n > 0) {
-                afterPost();
-            } else {
-                fabric.flushAcks();
-            }
+            afterVerbsCall();
             return n;
         } finally {
-            fabric.unlockEngine();
+            b.exit();
+        }
+    }
+
+    /**
+     * The ACKs deferred to this thread's next verbs call (AckCoalescer NEXT_VERBS_CALL) leave now, in the
+     * same burst as the packets the call made: an answer leaves before the ACKs it follows. The caller owns
+     * no executor.
+     */
+    private void afterVerbsCall() {
+        if (fabric.acksPending()) {
+            fabric.flushAcks();
         }
     }
 
@@ -627,7 +1038,6 @@ final class SoftQp extends SoftResource implements QueuePair {
         } catch (Throwable t) {
             EngineErrors.qpWorkFailed(this, "post", t);
         }
-        fabric.flushAcks(); // after this post's packets: an answer leaves before the ACKs it follows
     }
 
     /** Validates and copies one request into the send queue (rxe validate_send_wr / init_send_wqe). */
@@ -810,13 +1220,13 @@ final class SoftQp extends SoftResource implements QueuePair {
             return false;
         }
         if (state == QpState.ERR) {
-            fabric.lockEngine();
+            exec.acquire();
             try {
                 if (state == QpState.ERR) {
                     flushRecvQueue();
                 }
             } finally {
-                fabric.unlockEngine();
+                exec.release();
             }
         }
         return true;
@@ -824,34 +1234,28 @@ final class SoftQp extends SoftResource implements QueuePair {
 
     // ------------------------------------------------------------------ multicast
 
-    /** Groups this QP is attached to: engine lock. */
+    /** Groups this QP is attached to: its monitor. */
     private final java.util.List<Gid> mcastGroups = new java.util.ArrayList<>(2);
 
     @Override
     public void attachMcast(Gid mgid, int mlid) {
         checkMcast(mgid, "attach");
-        fabric.lockEngine();
-        try {
+        synchronized (mcastGroups) {
             checkNotClosed();
             device.attachMcast(this, mgid);
             if (!mcastGroups.contains(mgid)) {
                 mcastGroups.add(mgid);
             }
-        } finally {
-            fabric.unlockEngine();
         }
     }
 
     @Override
     public void detachMcast(Gid mgid, int mlid) {
         checkMcast(mgid, "detach");
-        fabric.lockEngine();
-        try {
+        synchronized (mcastGroups) {
             checkNotClosed();
             device.detachMcast(this, mgid);
             mcastGroups.remove(mgid);
-        } finally {
-            fabric.unlockEngine();
         }
     }
 
@@ -873,25 +1277,31 @@ final class SoftQp extends SoftResource implements QueuePair {
         if (closed) {
             return;
         }
-        fabric.lockEngine();
-        try {
+        synchronized (mcastGroups) {
             if (!mcastGroups.isEmpty()) {
                 // ib_destroy_qp_user: a QP with attached groups is busy (ib_attach_mcast raised its usecnt)
                 throw new VerbsException(Errno.EBUSY, "QP " + qpn + " is still attached to multicast group(s) "
                         + mcastGroups + "; detach them first");
             }
-            fabric.flushAcks(); // acknowledged before it goes, as rxe had at receive time
+        }
+        Burst b = Burst.enter();
+        exec.acquire();
+        try {
+            responder.flushAck(); // acknowledged before it goes, as rxe had at receive time
             closed = true;
             state = QpState.RESET;
             retransDeadline = 0;
-            rnrDeadline = 0;
-            fabric.timers.unwatch(this);
+            rnrDeadline = 0; // the timer service forgets a closed QP
             device.removeQp(qpn);
+            device.retire(this);
         } finally {
-            fabric.unlockEngine();
+            exec.release();
+            b.exit();
         }
         sendCq.users.decrementAndGet();
         recvCq.users.decrementAndGet();
+        sendCq.detach(this);
+        recvCq.detach(this);
         if (srq != null) {
             srq.users.decrementAndGet();
         }

@@ -129,11 +129,13 @@ final class LossyPair implements AutoCloseable {
 
     final Config cfg;
     final long seed;
-    final ManualClock clock = new ManualClock();
-    final SoftFabric fabric = new SoftFabric(clock, true);
+    final ManualClock clock;
+    final SoftFabric fabric;
     final FaultInjectingLink link;
     final Side a;
     final Side b;
+    /** Whether this pair made the fabric (and closes it): false for pairs sharing one ({@link #on}). */
+    private final boolean ownsFabric;
     private final Arena arena = Arena.ofShared();
 
     LossyPair(Config cfg, long seed, FaultInjectingLink.Faults faults) {
@@ -142,12 +144,40 @@ final class LossyPair implements AutoCloseable {
 
     /** @param recvCqe the size of B's receive CQ (A's holds 8192) */
     LossyPair(Config cfg, long seed, FaultInjectingLink.Faults faults, int recvCqe) {
+        this(cfg, seed, newFabric(), null, null, null, faults, recvCqe);
+    }
+
+    private static SoftFabric newFabric() {
+        return new SoftFabric(new ManualClock(), true);
+    }
+
+    /**
+     * Another pair of QPs on the devices and lossy link of {@code first}: several pairs share one fabric, its
+     * link and its clock, each driven by a thread of its own (SoftLossyConcurrentRcPropertiesTest).
+     *
+     * @param first a pair that made the fabric
+     * @param cfg   this pair's QP parameters
+     * @return the new pair; close it before {@code first}
+     */
+    static LossyPair on(LossyPair first, Config cfg) {
+        return new LossyPair(cfg, first.seed, first.fabric, first.link, first.a.dev, first.b.dev, null, 8192);
+    }
+
+    private LossyPair(Config cfg, long seed, SoftFabric fabric, FaultInjectingLink shared, SoftDevice devA,
+                      SoftDevice devB, FaultInjectingLink.Faults faults, int recvCqe) {
         this.cfg = cfg;
         this.seed = seed;
-        SoftDevice da = fabric.addDevice("lossy0");
-        SoftDevice db = fabric.addDevice("lossy1");
-        link = new FaultInjectingLink(fabric, fabric.inProcess, seed, faults);
-        fabric.setLink(link);
+        this.fabric = fabric;
+        this.clock = (ManualClock) fabric.clock();
+        this.ownsFabric = shared == null;
+        SoftDevice da = devA != null ? devA : fabric.addDevice("lossy0");
+        SoftDevice db = devB != null ? devB : fabric.addDevice("lossy1");
+        if (shared == null) {
+            link = new FaultInjectingLink(fabric, fabric.inProcess, seed, faults);
+            fabric.setLink(link);
+        } else {
+            link = shared;
+        }
         a = new Side("A", da, arena, cfg, 8192);
         b = new Side("B", db, arena, cfg, recvCqe);
         SplittableRandom r = new SplittableRandom(seed ^ 0x5DEECE66DL);
@@ -286,7 +316,9 @@ final class LossyPair implements AutoCloseable {
     public void close() {
         a.close();
         b.close();
-        fabric.close();
+        if (ownsFabric) {
+            fabric.close();
+        }
         arena.close();
     }
 }

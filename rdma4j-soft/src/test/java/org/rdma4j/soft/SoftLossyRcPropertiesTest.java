@@ -132,7 +132,7 @@ class SoftLossyRcPropertiesTest {
         }
     }
 
-    private void run(LossyPair pair, SplittableRandom r, int nOps, boolean lateRecv) {
+    void run(LossyPair pair, SplittableRandom r, int nOps, boolean lateRecv) {
         Model ma = new Model();
         Model mb = new Model();
         for (int i = 0; i < WR_LEN; i++) {

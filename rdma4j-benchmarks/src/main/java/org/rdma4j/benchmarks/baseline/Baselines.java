@@ -21,6 +21,10 @@ import java.util.Locale;
  * MiB/s over the window after a 1 s warm-up. The ceiling for one RoCEv2-over-UDP flow in Java;</li>
  * <li>{@code udppp SIZE ITERS}: UDP ping-pong between two threads, non-blocking and busy-polling (the way
  * perftest polls); p50 one-way latency (half the round trip);</li>
+ * <li>{@code tcp SIZE SECONDS}: a TCP stream on 127.0.0.1 of SIZE-byte writes, one writer and one reader
+ * thread with blocking {@link java.nio.channels.SocketChannel}s and direct buffers (the reader takes up to
+ * 256 KiB per read), TCP_NODELAY off; MiB/s received over the window after a 1 s warm-up. The baseline of
+ * a RoCEv2 WRITE stream: what a Java program gets from the kernel's TCP between two endpoints;</li>
  * <li>{@code copy SIZE SECONDS}: {@code MemorySegment.copy} between two 4 KiB-aligned off-heap segments,
  * one thread; MiB/s after a 1 s warm-up. What an in-process RDMA WRITE of that size is made of.</li>
  * </ul>
@@ -36,7 +40,7 @@ public final class Baselines {
      */
     public static void main(String[] args) throws Exception {
         if (args.length != 3) {
-            System.err.println("usage: Baselines udp|udppp|copy SIZE SECONDS|ITERS");
+            System.err.println("usage: Baselines udp|udppp|tcp|copy SIZE SECONDS|ITERS");
             System.exit(2);
         }
         int size = Integer.parseInt(args[1]);
@@ -44,6 +48,7 @@ public final class Baselines {
         switch (args[0]) {
             case "udp" -> udp(size, n);
             case "udppp" -> udpPingPong(size, (int) n);
+            case "tcp" -> tcp(size, n);
             case "copy" -> copy(size, n);
             default -> {
                 System.err.println("unknown mode " + args[0]);
@@ -111,6 +116,61 @@ public final class Baselines {
                 System.out.printf(Locale.ROOT,
                         "mode=udp size=%d seconds=%.2f received_pps=%.0f MiBps=%.1f sent_total=%d%n", size, sec,
                         counted[0] / sec, counted[1] / sec / (1 << 20), sent);
+            }
+        }
+    }
+
+    private static void tcp(int size, long seconds) throws Exception {
+        InetAddress lo = InetAddress.getLoopbackAddress();
+        try (java.nio.channels.ServerSocketChannel server = java.nio.channels.ServerSocketChannel.open()) {
+            server.bind(new InetSocketAddress(lo, 0));
+            try (java.nio.channels.SocketChannel tx = java.nio.channels.SocketChannel.open(server.getLocalAddress());
+                 java.nio.channels.SocketChannel rx = server.accept()) {
+                long warmEnd = System.nanoTime() + 1_000_000_000L;
+                long end = warmEnd + seconds * 1_000_000_000L;
+                long[] counted = new long[3]; // bytes after the warm-up, first and last counted arrival
+                Thread reader = Thread.ofPlatform().name("tcp-rx").start(() -> {
+                    ByteBuffer b = ByteBuffer.allocateDirect(256 << 10);
+                    long bytes = 0;
+                    long first = 0;
+                    long last = 0;
+                    try {
+                        int r;
+                        while ((r = rx.read(b.clear())) >= 0) {
+                            long t = System.nanoTime();
+                            if (t >= warmEnd) {
+                                if (first == 0) {
+                                    first = t;
+                                }
+                                last = t;
+                                bytes += r;
+                            }
+                        }
+                    } catch (IOException e) {
+                        // closed: end of the window
+                    }
+                    synchronized (counted) {
+                        counted[0] = bytes;
+                        counted[1] = first;
+                        counted[2] = last;
+                    }
+                });
+                ByteBuffer p = ByteBuffer.allocateDirect(size);
+                long sent = 0;
+                while (System.nanoTime() < end) {
+                    p.clear();
+                    while (p.hasRemaining()) {
+                        tx.write(p);
+                    }
+                    sent++;
+                }
+                tx.shutdownOutput();
+                reader.join(10_000);
+                synchronized (counted) {
+                    double sec = Math.max(counted[2] - counted[1], 1) / 1e9;
+                    System.out.printf(Locale.ROOT, "mode=tcp size=%d seconds=%.2f MiBps=%.1f writes=%d%n", size, sec,
+                            counted[0] / sec / (1 << 20), sent);
+                }
             }
         }
     }
