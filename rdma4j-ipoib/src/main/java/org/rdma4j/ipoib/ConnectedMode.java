@@ -320,8 +320,8 @@ final class ConnectedMode {
             id.attach(c);
             setOptional(id, CmOption.CM_RESPONSE_TIMEOUT, CM_RESPONSE_TIMEOUT);
             setOptional(id, CmOption.MAX_CM_RETRIES, MAX_CM_RETRIES);
-            // timeout 14 (about 67 ms) x 7 retries: a vanished peer shows as an error completion in about half a
-            // second (perftest and rping set 14 too)
+            // timeout 14 (about 67 ms) x 7 transmissions (retry_cnt 6, sendReq): a vanished peer shows as an error
+            // completion in about half a second (perftest and rping set 14 too)
             id.setOption(CmOption.ACK_TIMEOUT, 14);
             c.id = id;
             c.serial = ++connSerial & 0x3FF_FFFF;
@@ -356,12 +356,19 @@ final class ConnectedMode {
         QueuePair q = c.id.createQp(res.pd, new QpInitAttributes().type(QpType.RC).sendCq(sendCq).recvCq(res.recvCq)
                 .srq(srq).cap(new QpCapabilities(TX_SLOTS, 0, 1, 1, 0)));
         c.qp = q;
-        // Linux ipoib_cm_send_req: responder resources 4, initiator depth 0, no flow control, the SRQ flag. Retry
-        // and RNR retry 7 where Linux sends 0 ("RFC draft warns against retries"): this device runs over UDP, which
-        // drops under load, and its receive thread refills the SRQ late; with 0 each loss or empty SRQ would cost
-        // a reconnection. RNR 7 is infinite: an empty SRQ makes the sender wait, never drop.
+        // Linux ipoib_cm_send_req (6.1): responder resources 4, initiator depth 0, no flow control, the SRQ flag,
+        // retry_count 0 and rnr_retry_count 0 ("RFC draft warns against retries"); the CM puts both into each
+        // side's RTS attributes (cm.c cm_init_qp_rts_attr), and on RETRY_EXC_ERR ipoib_cm_handle_tx_wc destroys
+        // the connection, made again on the next packet. Here: transport retry 6 where Linux has 0, because this
+        // device runs over UDP, which drops under load, and 0 would turn every lost packet into a reconnection;
+        // 6, not 7, because 7 means "retry for ever" on rxe and on the soft device, so a neighbour that died
+        // without a DREQ would hold its connection, and every packet queued on it, for ever: with 6 the send
+        // fails after seven ack timeouts (about half a second at the timeout 14 connect sets) and reconnecting
+        // finds the neighbour gone. RNR retry 7 (infinite) where Linux has 0: a dead neighbour sends no RNR NAK, so it
+        // cannot make this hang, and a live one whose receive thread refills the SRQ late makes the sender
+        // wait instead of dropping the connection.
         c.id.connect(new ConnParam().privateData(privateData()).responderResources(4).initiatorDepth(0)
-                .retryCount(7).rnrRetryCount(7).srq(true).flowControl(false));
+                .retryCount(6).rnrRetryCount(7).srq(true).flowControl(false));
     }
 
     /** The 8 bytes of RFC 4755 private data: our UD QPN and the receive size one SRQ buffer holds (header + MTU). */

@@ -24,6 +24,7 @@ import org.rdma4j.dma.DmaConfig;
 import org.rdma4j.soft.SoftDevice;
 import org.rdma4j.soft.SoftFabric;
 import org.rdma4j.verbs.Context;
+import org.rdma4j.verbs.PortState;
 import org.rdma4j.verbs.cm.RdmaCm;
 
 /**
@@ -221,6 +222,59 @@ class IpoibConnectedInProcessTest {
         assertNotNull(icmp, "now too big: ICMP fragmentation needed");
         assertEquals(4, icmp[21]);
         assertEquals(1, a.counter(IpoibCounter.CM_REQ_SENT), "no new connection until the retry time");
+    }
+
+    @Test
+    void connectionToANeighbourThatDiesFailsAfterFiniteRetriesAndIsMadeAgain() throws Exception {
+        start(IpoibInterface.Mode.CONNECTED);
+        carry(portA, portB, ipv4(IP_A, IP_B, 100, 1));
+        await(() -> a.counter(IpoibCounter.CM_CONNECTED) == 1, "A connected to B");
+        carry(portA, portB, ipv4(IP_A, IP_B, 65520, 2));
+        // (counted by A's send thread just after its post returns, which may be after B delivered the packet)
+        await(() -> a.counter(IpoibCounter.TX_CM_PACKETS) == 1, "A counted its send on the connection");
+        // B's host dies without a word (no DREQ): from now on nothing reaches it, no ACK comes back
+        devB.setPortState(1, PortState.DOWN);
+        portA.toInterface.add(ipv4(IP_A, IP_B, 65520, 3));
+        await(() -> a.counter(IpoibCounter.TX_CM_PACKETS) == 2, "posted on the connection");
+        // retry_cnt 6 (Linux's ipoib_cm sends 0): seven retransmit timeouts of the CM's ack timeout, then
+        // RETRY_EXC_ERR tears the connection down; with 7 (infinite on rxe) it would retry for ever
+        // (each step gives A's completion thread a bounded moment to reap, so that simulated time stops soon
+        // after the failure: 20 s of it, far beyond seven timeouts, cannot pass unnoticed)
+        for (int k = 0; k < 200 && !settles(() -> a.counter(IpoibCounter.CM_TX_ERRORS) > 0); k++) {
+            clock.advance(S / 10);
+        }
+        await(() -> a.counter(IpoibCounter.CM_TX_ERRORS) == 1, "the send to the dead neighbour failed");
+        await(() -> logA.stream().anyMatch(l -> l.startsWith("neighbour 10.200.0.2 connection failed (RETRY_EXC_ERR)")),
+                "A says why (the counter comes just before the line)");
+        // the neighbour comes back: once the error's retry time (1 s) has passed, a packet makes a new connection
+        devB.setPortState(1, PortState.ACTIVE);
+        for (int k = 0; k < 20 && !settles(() -> a.counter(IpoibCounter.CM_CONNECTED) == 2); k++) {
+            clock.advance(S / 2);
+            portA.toInterface.add(ipv4(IP_A, IP_B, 1000, 4 + k));
+        }
+        await(() -> a.counter(IpoibCounter.CM_CONNECTED) == 2, "A connected to B again");
+        // and carries what only a connection can (the loop's datagrams may still be arriving ahead of it)
+        byte[] big = ipv4(IP_A, IP_B, 65520, 50);
+        portA.toInterface.add(big);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        byte[] got;
+        do {
+            got = portB.fromInterface.poll(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+        } while (got != null && got.length != big.length);
+        assertNotNull(got, "a 65520-byte packet on the new connection; A: " + a.countersText());
+        assertArrayEquals(big, got);
+    }
+
+    /** {@return whether cond holds within 50 ms (a bounded look, never a failure)} */
+    private static boolean settles(BooleanSupplier cond) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(50);
+        while (!cond.getAsBoolean()) {
+            if (System.nanoTime() - deadline > 0) {
+                return false;
+            }
+            Thread.sleep(1);
+        }
+        return true;
     }
 
     @Test
