@@ -709,10 +709,12 @@ final class SoftQp extends SoftResource implements QueuePair {
         if (a.has(QpAttrMask.RQ_PSN)) {
             rqPsn = a.rqPsn() & Psn.MASK;
             responder.psn = rqPsn;
+            responder.dropHeld();
         }
         if (a.has(QpAttrMask.SQ_PSN)) {
             sqPsn = a.sqPsn() & Psn.MASK;
             requester.psn = sqPsn;
+            requester.highWater = sqPsn;
             completer.psn = sqPsn;
         }
         if (a.has(QpAttrMask.EN_SQD_ASYNC_NOTIFY)) {
@@ -847,6 +849,7 @@ final class SoftQp extends SoftResource implements QueuePair {
         state = QpState.ERR;
         retransDeadline = 0;
         rnrDeadline = 0;
+        responder.dropHeld();
         flushSendQueue();
         if (srq != null) {
             if (!was) {

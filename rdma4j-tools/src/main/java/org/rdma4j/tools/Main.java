@@ -100,6 +100,8 @@ public final class Main {
                 return Cmtime.main(rest, out, err, StopSignal.PROCESS);
             case "ipoib":
                 return IpoibCommand.main(rest, out, err, StopSignal.PROCESS);
+            case "impair":
+                return ImpairCommand.main(rest, out, err, StopSignal.PROCESS);
             case "help":
             case "-h":
             case "--help":
@@ -152,6 +154,9 @@ public final class Main {
         s.println("  ipoib -d dev --ifname ib0 --addr 10.200.0.1/24");
         s.println("                                 IP over InfiniBand (RFC 4391 datagram mode) on a TUN interface, until");
         s.println("                                 Ctrl-C (root; ipoib --help lists the options)");
+        s.println("  impair [--queue N] [--seed S] [netem parameters]");
+        s.println("                                 impair the packets an iptables NFQUEUE rule queues, as netem would");
+        s.println("                                 (a test tool for kernels without netem; root; impair --help)");
         s.println("  test [mvn args]                run the whole test suite (mvn test; handled by the launcher script)");
         s.println("  build                          rebuild (mvn -DskipTests package; handled by the launcher script)");
         s.println("  java-home                      print the JDK 25 the launcher uses");
