@@ -447,6 +447,15 @@ public final class DmaSpace {
         @Override
         public int mapSg(DmaSgList sg, int nents, DmaDirection dir) {
             for (int i = 0; i < nents; i++) {
+                // refuse a list with an unusable entry before mapping any of it (nothing to undo)
+                MemorySegment b = sg.buffer(i);
+                String why = b.isNative() ? unusable(b) : null;
+                if (why != null) {
+                    throw new IllegalArgumentException("cannot DMA-map entry " + i + " (0x"
+                            + Long.toHexString(b.address()) + "+" + b.byteSize() + "): " + why);
+                }
+            }
+            for (int i = 0; i < nents; i++) {
                 long a = DmaSpace.this.map(owner, sg.buffer(i), dir);
                 if (a == Dma.MAPPING_ERROR) {
                     if (checker != null) {

@@ -116,6 +116,11 @@ final class FaultInjectingLink implements Link {
     private final ArrayDeque<Held> queue = new ArrayDeque<>();
     /** Reordered and delayed packets. */
     private final List<Held> held = new ArrayList<>();
+    /**
+     * The reordered ones among {@link #held}, in the same order: every packet sent counts them down, so this
+     * walk must not visit the delayed ones too (thousands, in a long burst on a manual clock that does not move).
+     */
+    private final List<Held> reordered = new ArrayList<>();
     /** Packets on the wire when a latency is set, in the order they are delivered. */
     private final ArrayDeque<Held> inFlight = new ArrayDeque<>();
     private long latencyNs;
@@ -251,6 +256,9 @@ final class FaultInjectingLink implements Link {
                 h.dueNs = fabric.clock.nanoTime() + delayNs;
             }
             held.add(h);
+            if (h.countdown > 0) {
+                reordered.add(h);
+            }
             return;
         }
         Packet again = null;
@@ -276,10 +284,11 @@ final class FaultInjectingLink implements Link {
 
     /** One more packet has passed: reordered packets whose count is up go next. */
     private void tickReordered() {
-        for (Iterator<Held> it = held.iterator(); it.hasNext(); ) {
+        for (Iterator<Held> it = reordered.iterator(); it.hasNext(); ) {
             Held h = it.next();
-            if (h.countdown > 0 && --h.countdown == 0) {
+            if (--h.countdown == 0) {
                 it.remove();
+                held.remove(h);
                 queue.add(h);
             }
         }
@@ -290,6 +299,9 @@ final class FaultInjectingLink implements Link {
             Held h = it.next();
             if (h.countdown > 0 ? all : nowNs - h.dueNs >= 0) {
                 it.remove();
+                if (h.countdown > 0) {
+                    reordered.remove(h);
+                }
                 queue.add(h);
             }
         }
@@ -359,6 +371,7 @@ final class FaultInjectingLink implements Link {
             mc.removeListener(listener);
         }
         held.clear();
+        reordered.clear();
         queue.clear();
         inFlight.clear();
     }

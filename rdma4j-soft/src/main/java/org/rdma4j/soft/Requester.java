@@ -155,6 +155,9 @@ final class Requester {
             fail(w, bad);
             return false;
         }
+        // A slot is reused by later WQEs: an inline one (copied at post) must not be held to the checksum of the
+        // slot's last checked WQE.
+        w.postedAt = null;
         if (!w.inline && qp.device.dma.checker() != null && !w.opcode.isReadOrAtomic()) {
             // DMA checker: checksum the payload now, compare when it is transmitted.
             if (!w.sgl.reachable(0, w.length)) {

@@ -93,14 +93,14 @@ final class LossyPair implements AutoCloseable {
         final QueuePair qp;
         AddressHandle ahToPeer;
 
-        Side(String name, SoftDevice dev, Arena arena, Config cfg, int recvCqe) {
+        Side(String name, SoftDevice dev, Arena arena, Config cfg, int recvCqe, int memBytes) {
             this.name = name;
             this.dev = dev;
             ctx = dev.open();
             pd = ctx.allocPd();
             scq = ctx.createCq(8192, null, 0);
             rcq = ctx.createCq(recvCqe, null, 0);
-            mem = arena.allocate(MEM, 4096);
+            mem = arena.allocate(memBytes, 4096);
             mr = pd.regMr(mem, EnumSet.of(AccessFlag.LOCAL_WRITE, AccessFlag.REMOTE_WRITE, AccessFlag.REMOTE_READ,
                     AccessFlag.REMOTE_ATOMIC));
             qp = pd.createQp(new QpInitAttributes().type(cfg.type()).sendCq(scq).recvCq(rcq)
@@ -144,7 +144,15 @@ final class LossyPair implements AutoCloseable {
 
     /** @param recvCqe the size of B's receive CQ (A's holds 8192) */
     LossyPair(Config cfg, long seed, FaultInjectingLink.Faults faults, int recvCqe) {
-        this(cfg, seed, newFabric(), null, null, null, faults, recvCqe);
+        this(cfg, seed, faults, recvCqe, MEM);
+    }
+
+    /**
+     * @param recvCqe  the size of B's receive CQ (A's holds 8192)
+     * @param memBytes the size of each side's region ({@link #MEM} unless a run needs more)
+     */
+    LossyPair(Config cfg, long seed, FaultInjectingLink.Faults faults, int recvCqe, int memBytes) {
+        this(cfg, seed, newFabric(), null, null, null, faults, recvCqe, memBytes);
     }
 
     private static SoftFabric newFabric() {
@@ -160,11 +168,11 @@ final class LossyPair implements AutoCloseable {
      * @return the new pair; close it before {@code first}
      */
     static LossyPair on(LossyPair first, Config cfg) {
-        return new LossyPair(cfg, first.seed, first.fabric, first.link, first.a.dev, first.b.dev, null, 8192);
+        return new LossyPair(cfg, first.seed, first.fabric, first.link, first.a.dev, first.b.dev, null, 8192, MEM);
     }
 
     private LossyPair(Config cfg, long seed, SoftFabric fabric, FaultInjectingLink shared, SoftDevice devA,
-                      SoftDevice devB, FaultInjectingLink.Faults faults, int recvCqe) {
+                      SoftDevice devB, FaultInjectingLink.Faults faults, int recvCqe, int memBytes) {
         this.cfg = cfg;
         this.seed = seed;
         this.fabric = fabric;
@@ -178,11 +186,11 @@ final class LossyPair implements AutoCloseable {
         } else {
             link = shared;
         }
-        a = new Side("A", da, arena, cfg, 8192);
-        b = new Side("B", db, arena, cfg, recvCqe);
+        a = new Side("A", da, arena, cfg, 8192, memBytes);
+        b = new Side("B", db, arena, cfg, recvCqe, memBytes);
         SplittableRandom r = new SplittableRandom(seed ^ 0x5DEECE66DL);
         for (Side s : List.of(a, b)) {
-            for (long i = 0; i < MEM; i += 8) {
+            for (long i = 0; i < s.mem.byteSize(); i += 8) {
                 s.mem.set(java.lang.foreign.ValueLayout.JAVA_LONG, i, r.nextLong());
             }
         }

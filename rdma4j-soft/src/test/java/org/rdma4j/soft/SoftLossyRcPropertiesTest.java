@@ -39,22 +39,70 @@ import org.rdma4j.verbs.WrOpcode;
  * through the same lossy link and finds the model.
  */
 class SoftLossyRcPropertiesTest {
-    // Region layout (per side)
-    static final int SRC = 0;
-    static final int SRC_LEN = 64 << 10;
-    static final int RECV = 64 << 10;
-    static final int SLOT = 4096;
-    static final int SLOTS = 128;
-    static final int WR = RECV + SLOT * SLOTS;
-    static final int WR_LEN = 128 << 10;
-    static final int RD = WR + WR_LEN;
-    static final int RD_LEN = 128 << 10;
-    static final int SINK = RD + RD_LEN;
-    static final int SINK_LEN = 256 << 10;
-    static final int ATOM = SINK + SINK_LEN;
-    static final int ATOM_SLOTS = 16;
-    static final int RES = ATOM + 1024;
-    static final int VERIFY = RES + 4096;
+    /**
+     * How large a run is: this class's tries use {@link #DEFAULT}; {@code SoftLossySlowPropertiesTest}
+     * (-Pslow) uses {@link #LONG}.
+     *
+     * @param maxOps    operations per run, 1..maxOps
+     * @param maxSend   longest SEND (a receive slot's size)
+     * @param maxRdma   longest RDMA WRITE or READ
+     * @param allFaults every fault at once, each with probability 1..5 %, instead of each with 0..5 %
+     */
+    record Scale(int maxOps, int maxSend, int maxRdma, boolean allFaults) {
+        /** The default tier's runs: up to 60 operations of up to 4 KiB (SEND) and 8 KiB (WRITE, READ). */
+        static final Scale DEFAULT = new Scale(60, 4096, 8192, false);
+        /** -Pslow: up to 200 operations of up to 16 KiB (SEND) and 64 KiB (WRITE, READ), every fault at once. */
+        static final Scale LONG = new Scale(200, 16 << 10, 64 << 10, true);
+    }
+
+    // Region layout (per side), from the scale (set once, by the constructor or by at(Scale))
+    Scale scale;
+    final int SRC = 0;
+    int SRC_LEN;
+    int RECV;
+    int SLOT;
+    final int SLOTS = 128;
+    int WR;
+    int WR_LEN;
+    int RD;
+    int RD_LEN;
+    int SINK;
+    int SINK_LEN;
+    int ATOM;
+    final int ATOM_SLOTS = 16;
+    int RES;
+    int VERIFY;
+    /** Bytes of each side's region. */
+    int MEM;
+
+    /** Runs of the default size (jqwik's instance for the properties below, and other tests'). */
+    SoftLossyRcPropertiesTest() {
+        layOut(Scale.DEFAULT);
+    }
+
+    /** @return a runner of runs of this size (jqwik allows the test class one constructor only) */
+    static SoftLossyRcPropertiesTest at(Scale scale) {
+        SoftLossyRcPropertiesTest t = new SoftLossyRcPropertiesTest();
+        t.layOut(scale);
+        return t;
+    }
+
+    private void layOut(Scale s) {
+        scale = s;
+        SRC_LEN = Math.max(64 << 10, s.maxRdma());
+        RECV = SRC_LEN;
+        SLOT = s.maxSend();
+        WR = RECV + SLOT * SLOTS;
+        WR_LEN = Math.max(128 << 10, 4 * s.maxRdma());
+        RD = WR + WR_LEN;
+        RD_LEN = Math.max(128 << 10, 4 * s.maxRdma());
+        SINK = RD + RD_LEN;
+        SINK_LEN = Math.max(256 << 10, 16 * s.maxRdma());
+        ATOM = SINK + SINK_LEN;
+        RES = ATOM + 1024;
+        VERIFY = RES + Math.max(4096, 8 * s.maxOps());
+        MEM = Math.max(LossyPair.MEM, VERIFY + WR_LEN);
+    }
 
     private static final WrOpcode[] OPS = {WrOpcode.SEND, WrOpcode.SEND_WITH_IMM, WrOpcode.RDMA_WRITE,
         WrOpcode.RDMA_WRITE_WITH_IMM, WrOpcode.RDMA_READ, WrOpcode.ATOMIC_FETCH_AND_ADD, WrOpcode.ATOMIC_CMP_AND_SWP};
@@ -84,7 +132,7 @@ class SoftLossyRcPropertiesTest {
     }
 
     /** Model of one side's WRITE target and atomic slots. */
-    private static final class Model {
+    private final class Model {
         final byte[] wr = new byte[WR_LEN];
         final long[] atom = new long[ATOM_SLOTS];
         int nextSlot;
@@ -105,19 +153,33 @@ class SoftLossyRcPropertiesTest {
      * @return whether the requesters had to retry
      */
     static boolean check(long seed) {
+        return check(seed, Scale.DEFAULT);
+    }
+
+    /**
+     * One run of the given size, everything derived from {@code seed}.
+     *
+     * @return whether the requesters had to retry
+     */
+    static boolean check(long seed, Scale scale) {
         SplittableRandom r = new SplittableRandom(seed);
         double p = 0.05;
-        FaultInjectingLink.Faults faults = new FaultInjectingLink.Faults(r.nextDouble() * p, r.nextDouble() * p,
-                r.nextDouble() * p, r.nextDouble() * p, r.nextDouble() * p, 1 + r.nextLong(3_000_000));
+        FaultInjectingLink.Faults faults = scale.allFaults()
+                ? new FaultInjectingLink.Faults(0.01 + r.nextDouble() * 0.04, 0.01 + r.nextDouble() * 0.04,
+                        0.01 + r.nextDouble() * 0.04, 0.01 + r.nextDouble() * 0.04, 0.01 + r.nextDouble() * 0.04,
+                        1 + r.nextLong(3_000_000))
+                : new FaultInjectingLink.Faults(r.nextDouble() * p, r.nextDouble() * p,
+                        r.nextDouble() * p, r.nextDouble() * p, r.nextDouble() * p, 1 + r.nextLong(3_000_000));
         Mtu mtu = new Mtu[] {Mtu.MTU_256, Mtu.MTU_512, Mtu.MTU_1024, Mtu.MTU_4096}[r.nextInt(4)];
         int psnA = r.nextBoolean() ? 0xFF_FFFF - r.nextInt(64) : r.nextInt(1 << 24);
         int psnB = r.nextBoolean() ? 0xFF_FFFF - r.nextInt(64) : r.nextInt(1 << 24);
         int rdAtomic = 1 + r.nextInt(8);
         LossyPair.Config cfg = LossyPair.Config.of(QpType.RC).mtu(mtu).psns(psnA, psnB).rdAtomic(rdAtomic);
-        int nOps = 1 + r.nextInt(60);
+        int nOps = 1 + r.nextInt(scale.maxOps());
         boolean lateRecv = r.nextInt(4) == 0;
-        try (LossyPair pair = new LossyPair(cfg, seed, faults)) {
-            new SoftLossyRcPropertiesTest().run(pair, r, nOps, lateRecv);
+        SoftLossyRcPropertiesTest t = at(scale);
+        try (LossyPair pair = new LossyPair(cfg, seed, faults, 8192, t.MEM)) {
+            t.run(pair, r, nOps, lateRecv);
             return pair.a.dev.counter(SoftCounter.COMPLETER_RETRY_ERR)
                     + pair.b.dev.counter(SoftCounter.COMPLETER_RETRY_ERR) > 0;
         }
@@ -206,7 +268,7 @@ class SoftLossyRcPropertiesTest {
         switch (o.opcode) {
             case SEND, SEND_WITH_IMM, RDMA_WRITE, RDMA_WRITE_WITH_IMM -> {
                 boolean send = o.opcode == WrOpcode.SEND || o.opcode == WrOpcode.SEND_WITH_IMM;
-                o.len = r.nextInt(4) == 0 ? r.nextInt(8) : r.nextInt(send ? SLOT + 1 : 8193);
+                o.len = r.nextInt(4) == 0 ? r.nextInt(8) : r.nextInt(send ? SLOT + 1 : scale.maxRdma() + 1);
                 if (o.len > 1 && r.nextBoolean()) {
                     int k = 1 + r.nextInt(o.len - 1);
                     o.local = new int[][] {{SRC + r.nextInt(SRC_LEN - k), k}, {SRC + r.nextInt(SRC_LEN - (o.len - k)), o.len - k}};
@@ -229,7 +291,7 @@ class SoftLossyRcPropertiesTest {
                 }
             }
             case RDMA_READ -> {
-                o.len = Math.min(1 + r.nextInt(8192), SINK_LEN - mf.sinkUsed);
+                o.len = Math.min(1 + r.nextInt(scale.maxRdma()), SINK_LEN - mf.sinkUsed);
                 o.remoteOff = RD + r.nextInt(RD_LEN - o.len + 1);
                 o.local = o.len == 0 ? new int[0][] : new int[][] {{SINK + mf.sinkUsed, o.len}};
                 mf.sinkUsed += o.len;
@@ -257,7 +319,7 @@ class SoftLossyRcPropertiesTest {
         return o;
     }
 
-    private static void postRecvs(LossyPair.Side s, Model m, int from, int to) {
+    private void postRecvs(LossyPair.Side s, Model m, int from, int to) {
         RecvWorkRequest rr = new RecvWorkRequest(1);
         for (int i = from; i < to; i++) {
             Op o = m.recvs.get(i);
@@ -268,7 +330,7 @@ class SoftLossyRcPropertiesTest {
         }
     }
 
-    private static void post(LossyPair pair, Op o, SendWorkRequest wr) {
+    private void post(LossyPair pair, Op o, SendWorkRequest wr) {
         wr.clear().wrId(o.index).opcode(o.opcode).sendFlags(o.signaled ? SendFlags.SIGNALED : 0).numSge(o.local.length);
         for (int i = 0; i < o.local.length; i++) {
             wr.sge(i).set(o.from.addr(o.local[i][0]), o.local[i][1], o.from.mr.lkey());
@@ -287,7 +349,7 @@ class SoftLossyRcPropertiesTest {
         }
     }
 
-    private static void checkSends(List<Op> want, List<WorkCompletion> got, String ctx) {
+    private void checkSends(List<Op> want, List<WorkCompletion> got, String ctx) {
         for (int i = 0; i < want.size(); i++) {
             Op o = want.get(i);
             WorkCompletion wc = got.get(i);
@@ -300,7 +362,7 @@ class SoftLossyRcPropertiesTest {
         }
     }
 
-    private static void checkRecvs(LossyPair.Side s, List<Op> want, List<WorkCompletion> got, String ctx) {
+    private void checkRecvs(LossyPair.Side s, List<Op> want, List<WorkCompletion> got, String ctx) {
         for (int i = 0; i < want.size(); i++) {
             Op o = want.get(i);
             WorkCompletion wc = got.get(i);
@@ -322,7 +384,7 @@ class SoftLossyRcPropertiesTest {
         }
     }
 
-    private static void checkResult(Op o, String ctx) {
+    private void checkResult(Op o, String ctx) {
         if (o.opcode == WrOpcode.RDMA_READ) {
             for (int i = 0; i < o.len; i++) {
                 byte want = o.to.mem.get(ValueLayout.JAVA_BYTE, o.remoteOff + i);
@@ -340,7 +402,7 @@ class SoftLossyRcPropertiesTest {
         }
     }
 
-    private static void checkTargets(LossyPair.Side s, Model m, String ctx) {
+    private void checkTargets(LossyPair.Side s, Model m, String ctx) {
         for (int i = 0; i < WR_LEN; i++) {
             byte got = s.mem.get(ValueLayout.JAVA_BYTE, WR + i);
             if (got != m.wr[i]) {
@@ -357,7 +419,7 @@ class SoftLossyRcPropertiesTest {
     }
 
     /** Each side reads the other's WRITE target back over the lossy link. */
-    private static void verifyByRead(LossyPair pair, Model ma, Model mb, String ctx) {
+    private void verifyByRead(LossyPair pair, Model ma, Model mb, String ctx) {
         SendWorkRequest wr = new SendWorkRequest(1);
         for (LossyPair.Side s : List.of(pair.a, pair.b)) {
             LossyPair.Side peer = s == pair.a ? pair.b : pair.a;

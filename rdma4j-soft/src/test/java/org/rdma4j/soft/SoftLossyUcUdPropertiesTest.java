@@ -37,13 +37,23 @@ class SoftLossyUcUdPropertiesTest {
 
     @Property(tries = 100)
     void lostMessagesAreSimplyLost(@ForAll long seed, @ForAll("types") QpType type, @ForAll @IntRange(min = 1, max = 80) int n) {
+        int delivered = check(seed, type, n);
+        Statistics.label("delivered").collect(delivered == n ? "all" : delivered == 0 ? "none" : "some");
+    }
+
+    /**
+     * One run of {@code n} messages, everything derived from {@code seed} (also run at length by
+     * {@code SoftLossySlowPropertiesTest}).
+     *
+     * @return how many messages arrived
+     */
+    static int check(long seed, QpType type, int n) {
         SplittableRandom r = new SplittableRandom(seed);
         FaultInjectingLink.Faults faults = new FaultInjectingLink.Faults(r.nextDouble() * 0.05, 0, 0, 0,
                 r.nextDouble() * 0.05, 1);
         LossyPair.Config cfg = LossyPair.Config.of(type).mtu(Mtu.MTU_256).psns(0xFF_FFFF - r.nextInt(40), 7);
         try (LossyPair pair = new LossyPair(cfg, seed, faults)) {
-            int delivered = run(pair, r, n);
-            Statistics.label("delivered").collect(delivered == n ? "all" : delivered == 0 ? "none" : "some");
+            return run(pair, r, n);
         }
     }
 

@@ -2,6 +2,7 @@
 package org.rdma4j.soft;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -21,6 +22,7 @@ import org.junit.jupiter.params.ParameterizedClass;
 import org.junit.jupiter.params.provider.EnumSource;
 import org.rdma4j.common.ManualClock;
 import org.rdma4j.dma.DmaChecker;
+import org.rdma4j.dma.DmaConfig;
 import org.rdma4j.dma.DmaMode;
 import org.rdma4j.dma.DmaReport;
 import org.rdma4j.testkit.ConformanceTestBase;
@@ -28,6 +30,9 @@ import org.rdma4j.testkit.Fabric;
 import org.rdma4j.testkit.QpConfig;
 import org.rdma4j.testkit.QpPair;
 import org.rdma4j.verbs.AccessFlag;
+import org.rdma4j.verbs.Dma;
+import org.rdma4j.verbs.DmaDirection;
+import org.rdma4j.verbs.DmaSgList;
 import org.rdma4j.verbs.Errno;
 import org.rdma4j.verbs.MemoryRegion;
 import org.rdma4j.verbs.ProtectionDomain;
@@ -40,7 +45,8 @@ import org.rdma4j.verbs.WrOpcode;
 
 /**
  * Memory the device may not use (issue 16, items 6 and 7), on every soft device kind: in process in each
- * DMA mode (the checker on), cut at the MTU, and over RoCE in one JVM. Registration refuses a closed
+ * DMA mode (the checker on, and virtual without it), cut at the MTU, and over RoCE in one JVM. Registration
+ * (and a ULP's per-I/O mapping) refuses a closed
  * arena's segment, a confined arena's (the engine touches memory from its own threads) and one longer
  * than max_mr_size; an arena closed under a live registration makes every later access by the device an
  * error completion and a DMA checker report, never a touch of the freed memory or an exception, and the
@@ -50,8 +56,12 @@ import org.rdma4j.verbs.WrOpcode;
 @ParameterizedClass(name = "{0}")
 @EnumSource(SoftMemoryLifetimeTest.Kind.class)
 class SoftMemoryLifetimeTest extends ConformanceTestBase {
-    /** The device kinds. */
-    enum Kind { VIRTUAL, IOMMU, BOUNCE, SEGMENTED, ROCE }
+    /**
+     * The device kinds. {@code VIRTUAL_UNCHECKED}: virtual DMA without the checker, as a device runs by
+     * default, so that {@link org.rdma4j.verbs.Dma} takes its fast path (with the checker on every map goes
+     * through the DMA space).
+     */
+    enum Kind { VIRTUAL, VIRTUAL_UNCHECKED, IOMMU, BOUNCE, SEGMENTED, ROCE }
 
     @Parameter
     Kind kind;
@@ -60,6 +70,7 @@ class SoftMemoryLifetimeTest extends ConformanceTestBase {
     protected Fabric createFabric(ManualClock clock) {
         return switch (kind) {
             case VIRTUAL -> new SoftTestFabric(clock, false, DmaMode.VIRTUAL);
+            case VIRTUAL_UNCHECKED -> new SoftTestFabric(clock, false, DmaConfig.virtual());
             case IOMMU -> new SoftTestFabric(clock, false, DmaMode.IOMMU);
             case BOUNCE -> new SoftTestFabric(clock, false, DmaMode.BOUNCE);
             case SEGMENTED -> new SoftTestFabric(clock, true, DmaMode.VIRTUAL);
@@ -237,12 +248,16 @@ class SoftMemoryLifetimeTest extends ConformanceTestBase {
         assertTimeoutPreemptively(Duration.ofSeconds(120), () -> {
             ProtectionDomain pd = track(ctxA.allocPd());
             try (Arena confined = Arena.ofConfined()) {
-                assertVerbsError(Errno.EINVAL, () -> pd.regMr(confined.allocate(4096), ALL));
+                MemorySegment mine = confined.allocate(4096);
+                assertVerbsError(Errno.EINVAL, () -> pd.regMr(mine, ALL));
+                // a ULP's per-I/O mapping refuses it too, so no engine thread ever meets it
+                assertMapRefused(mine, "confined");
             }
             Arena closed = Arena.ofShared();
             MemorySegment gone = closed.allocate(4096);
             closed.close();
             assertVerbsError(Errno.EINVAL, () -> pd.regMr(gone, ALL));
+            assertMapRefused(gone, "closed");
             // then four threads, each with its own pair over shared memory, ping-pong SENDs: the posting thread
             // of one side is never the thread that polls the other, and in process the peer's responder runs
             // on the poster's thread
@@ -274,6 +289,18 @@ class SoftMemoryLifetimeTest extends ConformanceTestBase {
                 f.get(100, TimeUnit.SECONDS);
             }
         });
+    }
+
+    /** {@link Dma#map} and {@link Dma#mapSg} (beside a good entry) throw, saying why. */
+    private void assertMapRefused(MemorySegment seg, String why) {
+        Dma dma = ctxA.dma();
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> dma.map(seg, DmaDirection.TO_DEVICE));
+        assertTrue(e.getMessage().contains(why), e.getMessage());
+        DmaSgList sg = new DmaSgList(2).buffer(0, alloc(64)).buffer(1, seg);
+        e = assertThrows(IllegalArgumentException.class,
+                () -> dma.mapSg(sg, 2, DmaDirection.FROM_DEVICE));
+        assertTrue(e.getMessage().contains(why), e.getMessage());
     }
 
     /** {@code rounds} SENDs A->B, each echoed B->A, B's side served by a second thread. */

@@ -30,6 +30,12 @@ public final class Dma {
     /** What a failed map returns (Linux DMA_MAPPING_ERROR, all ones). */
     public static final long MAPPING_ERROR = -1L;
 
+    /**
+     * A thread no segment is confined to, to ask whether threads other than a segment's maker may touch it
+     * ({@link MemorySegment#isAccessibleBy}: one comparison with the segment's owner thread).
+     */
+    private static final Thread ANY_OTHER_THREAD = Thread.ofPlatform().unstarted(() -> { });
+
     private final boolean virt;
     private final DmaOps ops;
 
@@ -55,15 +61,31 @@ public final class Dma {
     /**
      * Maps a buffer for one I/O (ib_dma_map_single).
      *
+     * <p>A virtual-DMA device copies with the CPU from threads of its own (the soft device's timer and
+     * receive agents, and whichever thread drives its peer), so it cannot use a segment of a confined arena
+     * (only its owner thread may touch it) or of a closed one: the fast path hands such a segment to the
+     * provider, which refuses it like registration does.
+     *
      * @param cpu the buffer
      * @param dir the direction of the I/O
      * @return the DMA address, or {@link #MAPPING_ERROR}: check it with {@link #mappingError}
+     * @throws IllegalArgumentException if the device cannot reach the buffer (the message says why)
      */
     public long map(MemorySegment cpu, DmaDirection dir) {
-        if (virt) {
+        if (virt && reachable(cpu)) {
             return cpu.address();
         }
         return ops.map(cpu, dir);
+    }
+
+    /**
+     * Whether a virtual-DMA device may use the buffer without asking its provider: its arena is alive and
+     * not confined (heap segments and {@code Arena.ofShared()}, {@code Arena.ofAuto()},
+     * {@code Arena.global()} memory are). Two field loads and compares on the per-I/O path; the reason
+     * for a refusal, and the refusal, are the provider's ({@link DmaOps#map}).
+     */
+    private static boolean reachable(MemorySegment cpu) {
+        return cpu.isAccessibleBy(ANY_OTHER_THREAD) && cpu.scope().isAlive();
     }
 
     /**
@@ -99,15 +121,25 @@ public final class Dma {
      * @param nents entries in use
      * @param dir   direction
      * @return entries mapped; 0 means failure and nothing is mapped
+     * @throws IllegalArgumentException if the device cannot reach an entry's buffer (see {@link #map})
      */
     public int mapSg(DmaSgList sg, int nents, DmaDirection dir) {
-        if (virt) {
+        if (virt && reachable(sg, nents)) {
             for (int i = 0; i < nents; i++) {
                 sg.dmaAddress(i, sg.buffer(i).address());
             }
             return nents;
         }
         return ops.mapSg(sg, nents, dir);
+    }
+
+    private static boolean reachable(DmaSgList sg, int nents) {
+        for (int i = 0; i < nents; i++) {
+            if (!reachable(sg.buffer(i))) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /**

@@ -16,6 +16,7 @@ import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
 import net.jqwik.api.RandomDistribution;
+import net.jqwik.api.Tag;
 import net.jqwik.api.statistics.Statistics;
 
 import org.rdma4j.common.ManualClock;
@@ -36,6 +37,9 @@ import org.rdma4j.verbs.WrOpcode;
  * go out in batches of up to {@value ModelRun#MAX_BATCH}; the last one per direction in a batch is
  * signaled. After each batch: every status SUCCESS, opcodes, byte_len, immediate data and the
  * WITH_IMM flag, wr_id order, nothing extra on any CQ, and both regions byte for byte.
+ *
+ * <p>{@code -Pslow} runs the long variants ({@code ...AtLength}, tagged {@code slow}): more tries, longer
+ * sequences.
  *
  * <p>Seeds: jqwik prints the seed and the shrunk sample of a failure; with
  * {@link AfterFailureMode#SAMPLE_FIRST} the next run starts with that sample.
@@ -233,11 +237,46 @@ public abstract class AbstractRandomOpsProperties {
         }
     }
 
+    /**
+     * The long run of {@link #randomOperationsMatchTheModel} for {@code ./rdma4j test -Pslow}: fifty times
+     * the tries, of up to 128 operations each (four times the default tier's longest sequence, so that the
+     * send and receive queues wrap).
+     *
+     * @param s the generated scenario
+     */
+    @Tag("slow")
+    @Property(tries = 5000, afterFailure = AfterFailureMode.SAMPLE_FIRST)
+    public void randomOperationsMatchTheModelAtLength(@ForAll("longScenarios") Scenario s) {
+        randomOperationsMatchTheModel(s);
+    }
+
+    /**
+     * The long run of {@link #remoteAccessErrorFlushesTheRest} for {@code ./rdma4j test -Pslow}: fifty times
+     * the tries.
+     *
+     * @param s the generated scenario
+     */
+    @Tag("slow")
+    @Property(tries = 5000, afterFailure = AfterFailureMode.SAMPLE_FIRST)
+    public void remoteAccessErrorFlushesTheRestAtLength(@ForAll("errScenarios") ErrScenario s) {
+        remoteAccessErrorFlushesTheRest(s);
+    }
+
     /** {@return scenarios for {@link #randomOperationsMatchTheModel}} */
     @Provide
     public Arbitrary<Scenario> scenarios() {
+        return scenarios(32);
+    }
+
+    /** {@return scenarios for {@link #randomOperationsMatchTheModelAtLength}} */
+    @Provide
+    public Arbitrary<Scenario> longScenarios() {
+        return scenarios(128);
+    }
+
+    private static Arbitrary<Scenario> scenarios(int maxOps) {
         return Arbitraries.of(QpType.RC, QpType.UC, QpType.UD).flatMap(type -> Combinators.combine(
-                opGenes(type).list().ofMinSize(1).ofMaxSize(32).withSizeDistribution(RandomDistribution.uniform()),
+                opGenes(type).list().ofMinSize(1).ofMaxSize(maxOps).withSizeDistribution(RandomDistribution.uniform()),
                 Arbitraries.longs(), psns(), psns(), mtus(),
                 rdAtomics()).as((ops, seed, pa, pb, mtu, rd) -> new Scenario(type, ops, seed, pa, pb, mtu, rd)));
     }
