@@ -13,6 +13,8 @@ module org.rdma4j.tools {
     requires java.desktop;
     // TCP keepalive timing on the perftest exchange (a vanished peer host ends a wait).
     requires jdk.net;
+    // impair: netlink (nfnetlink_queue) and raw sockets through the one libc binding.
+    requires org.rdma4j.libc;
 
     exports org.rdma4j.tools;
 

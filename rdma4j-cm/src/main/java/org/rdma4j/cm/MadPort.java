@@ -12,6 +12,7 @@ import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.locks.ReentrantLock;
 
 import org.rdma4j.verbs.AddressHandle;
 import org.rdma4j.verbs.CompletionChannel;
@@ -56,12 +57,21 @@ import org.rdma4j.verbs.spi.GsiAccess;
 final class MadPort implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger("org.rdma4j.cm");
     static final int GRH = 40;
-    static final int RECV_SLOTS = 256;
+    /**
+     * Receive buffers of QP1. Linux posts 512 (IB_MAD_QP_RECV_SIZE, mad_priv.h; the mad_recvq_size module
+     * parameter); a CM in user space shares the CPU with its application, so it keeps twice as many for
+     * bursts of requests (a MAD dropped for want of a buffer costs its sender a retransmission timeout).
+     */
+    static final int RECV_SLOTS = 1024;
     static final int SEND_SLOTS = 128;
-    static final int RECV_SLOT_BYTES = 512;
+    static final int RECV_SLOT_BYTES = 320; // GRH + MAD (296), 64-byte aligned
+    /** Receive buffers per DMA mapping: 160 KiB, under a bounce pool's largest mapping (swiotlb's 256 KiB). */
+    static final int RECV_CHUNK = 512;
     static final long SEND_TAG = 1L << 40;
     /** Sends waiting for a free send buffer beyond this are dropped (counted). */
     static final int MAX_BACKLOG = 8192;
+    /** Completions taken from QP1's CQ without the CM lock that may wait for it. */
+    static final int MAX_TAKEN = 4096;
     private static final int AH_CACHE = 512;
 
     final UserCm cm;
@@ -81,6 +91,9 @@ final class MadPort implements AutoCloseable {
     private final Map<AddressHandle, int[]> ahUse = new IdentityHashMap<>();
     private final LinkedHashMap<CmAv, AddressHandle> ahCache = new LinkedHashMap<>(64, 0.75f, true);
     private final List<AddressHandle> retired = new ArrayList<>();
+    /** Guards QP1's CQ, its receive ring and {@link #taken} (taken after the CM lock, never before it). */
+    private final ReentrantLock rxLock = new ReentrantLock();
+    private final ArrayDeque<Taken> taken = new ArrayDeque<>();
     private final WorkCompletion[] wcs = new WorkCompletion[32];
     private final RecvWorkRequest rwr = new RecvWorkRequest();
     private final SendWorkRequest swr = new SendWorkRequest();
@@ -88,7 +101,11 @@ final class MadPort implements AutoCloseable {
 
     /** The port's GSI QP with its CQ, completion channel and DMA-mapped buffers. */
     private record Qp1(ProtectionDomain pd, CompletionChannel channel, CompletionQueue cq, QueuePair qp, Arena arena,
-            Dma dma, int lkey, MemorySegment recvMem, MemorySegment sendMem, long recvDma, long sendDma) {
+            Dma dma, int lkey, MemorySegment recvMem, MemorySegment sendMem, long[] recvDma, long sendDma) {
+        /** @return the DMA address of receive buffer {@code slot} (the ring is mapped in chunks) */
+        long recvAt(int slot) {
+            return recvDma[slot / RECV_CHUNK] + (long) (slot % RECV_CHUNK) * RECV_SLOT_BYTES;
+        }
     }
 
     /**
@@ -144,8 +161,9 @@ final class MadPort implements AutoCloseable {
         Dma d = ctx.dma();
         MemorySegment rm = a.allocate((long) RECV_SLOTS * RECV_SLOT_BYTES, 64);
         MemorySegment sm = a.allocate((long) SEND_SLOTS * Mad.SIZE, 64);
-        long rd = 0;
-        boolean rMapped = false;
+        long[] rd = new long[RECV_SLOTS / RECV_CHUNK];
+        int rMapped = 0;
+        long chunk = (long) RECV_CHUNK * RECV_SLOT_BYTES;
         try {
             p = ctx.allocPd();
             ch = ctx.createCompChannel();
@@ -156,19 +174,23 @@ final class MadPort implements AutoCloseable {
             qp1.modify(new QpAttributes().state(QpState.INIT).pkeyIndex(0).port(portNum).qkey(GsiAccess.GSI_QKEY));
             qp1.modify(new QpAttributes().state(QpState.RTR));
             qp1.modify(new QpAttributes().state(QpState.RTS).sqPsn(0));
-            rd = d.map(rm, DmaDirection.FROM_DEVICE);
-            rMapped = !d.mappingError(rd);
-            long sd = rMapped ? d.map(sm, DmaDirection.TO_DEVICE) : 0;
-            if (!rMapped || d.mappingError(sd)) {
+            for (; rMapped < rd.length; rMapped++) {
+                rd[rMapped] = d.map(rm.asSlice(rMapped * chunk, chunk), DmaDirection.FROM_DEVICE);
+                if (d.mappingError(rd[rMapped])) {
+                    break;
+                }
+            }
+            long sd = rMapped == rd.length ? d.map(sm, DmaDirection.TO_DEVICE) : 0;
+            if (rMapped < rd.length || d.mappingError(sd)) {
                 throw new VerbsException(Errno.ENOMEM, "QP1 of " + this + ": cannot DMA-map the "
-                        + (rMapped ? "send" : "receive") + " buffers of the MAD layer (a bounce device needs "
+                        + (rMapped == rd.length ? "send" : "receive") + " buffers of the MAD layer (a bounce device needs "
                         + (RECV_SLOTS * RECV_SLOT_BYTES + SEND_SLOTS * Mad.SIZE) + " bytes of its pool per port)");
             }
             q1 = new Qp1(p, ch, q, qp1, a, d, p.localDmaLkey(), rm, sm, rd, sd);
         } catch (RuntimeException e) {
             closeQuietly(qp1, q, ch);
-            if (rMapped) {
-                d.unmap(rd, rm.byteSize(), DmaDirection.FROM_DEVICE);
+            for (int i = 0; i < rMapped; i++) {
+                d.unmap(rd[i], chunk, DmaDirection.FROM_DEVICE);
             }
             closeQuietly(p);
             a.close();
@@ -258,7 +280,7 @@ final class MadPort implements AutoCloseable {
 
     /** Hands a receive buffer (back) to the device. */
     private void postRecv(int slot) {
-        long at = q1.recvDma() + (long) slot * RECV_SLOT_BYTES;
+        long at = q1.recvAt(slot);
         q1.dma().syncForDevice(at, GRH + Mad.SIZE, DmaDirection.FROM_DEVICE);
         rwr.wrId(slot).numSge(1).sge(0).dma(at, GRH + Mad.SIZE, q1.lkey(),
                 q1.recvMem().asSlice((long) slot * RECV_SLOT_BYTES, GRH + Mad.SIZE));
@@ -269,55 +291,118 @@ final class MadPort implements AutoCloseable {
     }
 
     /**
-     * Takes what completed on QP1 (CM lock held): received MADs go to {@code layer}, finished sends
-     * free their buffers.
+     * Takes what completed on QP1 and processes it (CM lock held): {@link #take()} then {@link #process}.
      *
      * @return whether anything completed
      */
     boolean drain(MadLayer layer) {
-        if (closed || q1 == null) {
-            return false;
+        boolean any = take();
+        return process(layer) || any;
+    }
+
+    /**
+     * Takes what completed on QP1's CQ without the CM lock (the receive agent, while the CM is busy): each
+     * received MAD is copied out and its buffer posted again at once, so the receive ring stays full while
+     * application threads hold the CM lock (Linux's MAD layer reposts in its completion handler too, and
+     * hands the MAD to the CM's work queue: {@code ib_mad_recv_done}, {@code cm_recv_handler}). At most
+     * {@link #MAX_TAKEN} completions wait for {@link #process}; beyond that they stay in the CQ.
+     *
+     * @return whether anything was taken
+     */
+    boolean take() {
+        rxLock.lock();
+        try {
+            if (closed || q1 == null) {
+                return false;
+            }
+            boolean any = false;
+            int n;
+            while (taken.size() < MAX_TAKEN && (n = q1.cq().poll(wcs, Math.min(wcs.length, MAX_TAKEN - taken.size()))) > 0) {
+                any = true;
+                for (int i = 0; i < n; i++) {
+                    WorkCompletion wc = wcs[i];
+                    if ((wc.wrId() & SEND_TAG) != 0) {
+                        taken.add(new Taken((int) (wc.wrId() & 0xFFFF), wc.status(), null, null));
+                    } else {
+                        taken.add(received((int) wc.wrId(), wc));
+                    }
+                }
+            }
+            return any;
+        } finally {
+            rxLock.unlock();
         }
-        boolean any = false;
-        int n;
-        while ((n = q1.cq().poll(wcs, wcs.length)) > 0) {
-            any = true;
-            for (int i = 0; i < n; i++) {
-                WorkCompletion wc = wcs[i];
-                if ((wc.wrId() & SEND_TAG) != 0) {
-                    sendDone((int) (wc.wrId() & 0xFFFF), wc);
+    }
+
+    /** @return whether taken completions wait for {@link #process} */
+    boolean hasTaken() {
+        rxLock.lock();
+        try {
+            return !taken.isEmpty();
+        } finally {
+            rxLock.unlock();
+        }
+    }
+
+    /**
+     * Processes the completions {@link #take()} took (CM lock held): received MADs go to {@code layer},
+     * finished sends free their buffers.
+     *
+     * @return whether there were any
+     */
+    boolean process(MadLayer layer) {
+        List<Taken> batch;
+        rxLock.lock();
+        try {
+            if (taken.isEmpty()) {
+                return false;
+            }
+            batch = new ArrayList<>(taken);
+            taken.clear();
+        } finally {
+            rxLock.unlock();
+        }
+        for (Taken t : batch) {
+            if (t.recv == null && t.drop == null) {
+                sendDone(t.slot, t.status);
+            } else {
+                cm.count(CmCounter.MADS_RECEIVED);
+                if (t.drop != null) {
+                    cm.count(t.drop);
                 } else {
-                    received((int) wc.wrId(), wc, layer);
+                    layer.receive(t.recv);
                 }
             }
         }
-        return any;
+        return true;
     }
 
-    private void received(int slot, WorkCompletion wc, MadLayer layer) {
-        cm.count(CmCounter.MADS_RECEIVED);
+    /** A completion taken from QP1's CQ: a send's (slot, status), or a received MAD or the reason it is dropped. */
+    private record Taken(int slot, WcStatus status, MadRecv recv, CmCounter drop) {
+    }
+
+    /** A receive completion (receive lock held): the MAD copied out, its buffer posted again. */
+    private Taken received(int slot, WorkCompletion wc) {
         if (wc.status() != WcStatus.SUCCESS || wc.opcode() != WcOpcode.RECV) {
-            cm.count(CmCounter.DROP_RECV_ERROR);
             if (!closed && wc.status() != WcStatus.WR_FLUSH_ERR) {
                 postRecv(slot);
             }
-            return;
+            return new Taken(slot, wc.status(), null, CmCounter.DROP_RECV_ERROR);
         }
-        q1.dma().syncForCpu(q1.recvDma() + (long) slot * RECV_SLOT_BYTES, GRH + Mad.SIZE, DmaDirection.FROM_DEVICE);
+        q1.dma().syncForCpu(q1.recvAt(slot), GRH + Mad.SIZE, DmaDirection.FROM_DEVICE);
         MemorySegment seg = q1.recvMem().asSlice((long) slot * RECV_SLOT_BYTES, RECV_SLOT_BYTES);
         MadRecv r = null;
+        CmCounter drop = null;
         if (wc.byteLen() < GRH + Mad.SIZE) {
-            cm.count(CmCounter.DROP_TRUNCATED);
+            drop = CmCounter.DROP_TRUNCATED;
         } else {
             r = parse(seg, wc);
             if (r == null) {
-                cm.count(CmCounter.DROP_BAD_GRH);
+                drop = CmCounter.DROP_BAD_GRH;
             }
         }
         postRecv(slot);
-        if (r != null) {
-            layer.receive(r);
-        }
+        return new Taken(slot, wc.status(), r, drop);
     }
 
     /** The GRH area (rxe's layout): an IPv6 header, or 20 zero bytes and an IPv4 header. */
@@ -416,8 +501,8 @@ final class MadPort implements AutoCloseable {
         cm.count(CmCounter.MADS_SENT);
     }
 
-    private void sendDone(int slot, WorkCompletion wc) {
-        if (wc.status() != WcStatus.SUCCESS && wc.status() != WcStatus.WR_FLUSH_ERR) {
+    private void sendDone(int slot, WcStatus status) {
+        if (status != WcStatus.SUCCESS && status != WcStatus.WR_FLUSH_ERR) {
             cm.count(CmCounter.MAD_SEND_ERRORS);
         }
         AddressHandle ah = slotAh[slot];
@@ -485,7 +570,13 @@ final class MadPort implements AutoCloseable {
         if (closed) {
             return;
         }
-        closed = true;
+        rxLock.lock();
+        try {
+            closed = true;
+            taken.clear();
+        } finally {
+            rxLock.unlock();
+        }
         if (q1 != null) {
             q1.qp().close();
             for (AddressHandle ah : ahCache.values()) {
@@ -496,7 +587,9 @@ final class MadPort implements AutoCloseable {
             }
             ahCache.clear();
             retired.clear();
-            q1.dma().unmap(q1.recvDma(), q1.recvMem().byteSize(), DmaDirection.FROM_DEVICE);
+            for (long at : q1.recvDma()) {
+                q1.dma().unmap(at, (long) RECV_CHUNK * RECV_SLOT_BYTES, DmaDirection.FROM_DEVICE);
+            }
             q1.dma().unmap(q1.sendDma(), q1.sendMem().byteSize(), DmaDirection.TO_DEVICE);
             q1.cq().close();
             q1.channel().close();

@@ -14,6 +14,7 @@ import java.util.Objects;
 import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 
 import org.rdma4j.common.NanoClock;
@@ -245,12 +246,32 @@ public final class UserCm implements CmProvider, AutoCloseable {
         }
     }
 
+    /**
+     * Takes QP1's completions without the CM lock and processes them with it; while application threads
+     * hold the lock the agent keeps taking (reposting receive buffers), so a burst of REQs is not dropped by
+     * a receive ring left empty behind a busy lock (dropped MADs cost a retransmission timeout of seconds).
+     */
     private void drainPort(MadPort p) {
-        lock.lock();
-        try {
-            p.drain(mad);
-        } finally {
-            lock.unlock();
+        while (!closed) {
+            p.take();
+            if (!p.hasTaken()) {
+                return;
+            }
+            boolean locked;
+            try {
+                locked = lock.tryLock(200, TimeUnit.MICROSECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt(); // nobody interrupts the agent; if someone does, it still drains
+                lock.lock();
+                locked = true;
+            }
+            if (locked) {
+                try {
+                    p.process(mad);
+                } finally {
+                    lock.unlock();
+                }
+            }
         }
     }
 

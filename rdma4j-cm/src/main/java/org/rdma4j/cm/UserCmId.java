@@ -480,25 +480,32 @@ final class UserCmId implements CmIdSpi {
 
     @Override
     public QueuePair createQp(ProtectionDomain pd, QpInitAttributes attrs) {
+        QpAttributes init;
         cm.lock.lock();
         try {
             if (port == null) {
                 throw inval("rdma_create_qp: the CM ID has no device yet");
             }
-            QueuePair q = pd.createQp(attrs);
-            try {
-                if (qpType == QpType.UD) {
-                    // ucma_init_ud_qp: INIT (P_Key index, port, Q_Key), RTR, RTS with send PSN 0
-                    q.modify(initQpAttrLocked(QpState.INIT));
-                    q.modify(new QpAttributes().state(QpState.RTR));
-                    q.modify(new QpAttributes().state(QpState.RTS).sqPsn(0));
-                } else {
-                    q.modify(initQpAttrLocked(QpState.INIT)); // ucma_init_conn_qp
-                }
-            } catch (RuntimeException e) {
-                q.close();
-                throw e;
+            init = initQpAttrLocked(QpState.INIT);
+        } finally {
+            cm.lock.unlock();
+        }
+        // the verbs calls run without the CM lock (they take the device's locks; rdma_create_qp holds none of
+        // cma.c's locks either), so creating QPs does not stall the receive agents
+        QueuePair q = pd.createQp(attrs);
+        try {
+            q.modify(init); // ucma_init_conn_qp, ucma_init_ud_qp
+            if (qpType == QpType.UD) {
+                // ucma_init_ud_qp: then RTR, and RTS with send PSN 0
+                q.modify(new QpAttributes().state(QpState.RTR));
+                q.modify(new QpAttributes().state(QpState.RTS).sqPsn(0));
             }
+        } catch (RuntimeException e) {
+            q.close();
+            throw e;
+        }
+        cm.lock.lock();
+        try {
             qp = q;
             qpNum = q.qpNum();
             srq = attrs.srq() != null;
@@ -515,15 +522,16 @@ final class UserCmId implements CmIdSpi {
 
     @Override
     public void destroyQp() {
+        QueuePair q;
         cm.lock.lock();
         try {
-            QueuePair q = qp;
+            q = qp;
             qp = null;
-            if (q != null) {
-                q.close();
-            }
         } finally {
             cm.lock.unlock();
+        }
+        if (q != null) {
+            q.close(); // without the CM lock, as createQp
         }
     }
 

@@ -7,10 +7,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumMap;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
 
+import net.jqwik.api.Example;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.statistics.Statistics;
@@ -35,6 +37,21 @@ class LossyCmPropertiesTest {
 
     @Property(tries = 100)
     void connectsExactlyOnceOrFailsCleanly(@ForAll long seed) {
+        run(seed);
+    }
+
+    /**
+     * Samples that failed once, kept as examples: 3817 (drop 0.85, dup 0.28, hold 0.06: every DREQ lost) on main
+     * at 4de0d50; 1692471 (drop 0.85: the passive side's REP timed out, then a retransmitted REQ made a second
+     * request, as in Linux) at 323e949.
+     */
+    @Example
+    void samplesThatFailedOnce() {
+        run(3817);
+        run(1692471);
+    }
+
+    private static void run(long seed) {
         SplittableRandom r = new SplittableRandom(seed);
         // one run in eight loses most MADs, so that setups also fail (and the failure paths are checked)
         double drop = r.nextInt(8) == 0 ? 0.85 : r.nextDouble() * 0.3;
@@ -53,7 +70,10 @@ class LossyCmPropertiesTest {
             CmId c = p.connect();
             Map<CmEventType, Integer> a = new EnumMap<>(CmEventType.class);
             Map<CmEventType, Integer> b = new EnumMap<>(CmEventType.class);
+            Map<CmId, Map<CmEventType, Integer>> bById = new HashMap<>();
             List<CmId> children = new ArrayList<>();
+            CmId bConn = null; // the passive ID that got ESTABLISHED
+            boolean byClient = clientCloses;
             CmEvent pending = null;
             long acceptAt = -1;
             boolean disconnecting = false;
@@ -64,6 +84,10 @@ class LossyCmPropertiesTest {
                 }
                 for (CmEvent e; (e = p.poll(1)) != null; ) {
                     b.merge(e.type(), 1, Integer::sum);
+                    bById.computeIfAbsent(e.id(), k -> new EnumMap<>(CmEventType.class)).merge(e.type(), 1, Integer::sum);
+                    if (e.type() == CmEventType.ESTABLISHED) {
+                        bConn = e.id();
+                    }
                     if (e.type() == CmEventType.CONNECT_REQUEST) {
                         children.add(e.id());
                         pending = e;
@@ -83,19 +107,22 @@ class LossyCmPropertiesTest {
                     s.accept(new ConnParam().responderResources(1).initiatorDepth(1).rnrRetryCount(7));
                 }
                 boolean aUp = a.containsKey(CmEventType.ESTABLISHED);
-                boolean bUp = b.containsKey(CmEventType.ESTABLISHED);
-                boolean bFailed = b.containsKey(CmEventType.UNREACHABLE);
-                if (!disconnecting && aUp && (bUp || bFailed)) {
+                // every passive ID so far failed (its REP timed out; a REQ retransmitted after that is a new
+                // request, as in Linux, where cm_reset_to_idle forgets the remote comm ID)
+                boolean bFailed = bConn == null && !children.isEmpty()
+                        && b.getOrDefault(CmEventType.UNREACHABLE, 0) == children.size();
+                if (!disconnecting && aUp && (bConn != null || bFailed)) {
                     disconnecting = true;
                     // a passive side whose REP timed out has nothing to disconnect: the client does it
-                    (clientCloses || bFailed ? c : children.getFirst()).disconnect();
+                    byClient = clientCloses || bConn == null;
+                    (byClient ? c : bConn).disconnect();
                 }
                 if (disconnecting) {
                     // the other side disconnects when told to, as rping and ucmatose do
-                    if (clientCloses && b.containsKey(CmEventType.DISCONNECTED) && !bFailed) {
-                        children.getFirst().disconnect();
+                    if (byClient && bConn != null && b.containsKey(CmEventType.DISCONNECTED)) {
+                        bConn.disconnect();
                     }
-                    if (!clientCloses && a.containsKey(CmEventType.DISCONNECTED)) {
+                    if (!byClient && a.containsKey(CmEventType.DISCONNECTED)) {
                         c.disconnect();
                     }
                 }
@@ -111,7 +138,9 @@ class LossyCmPropertiesTest {
             p.release(1);
             String ctx = "seed " + seed + " drop " + drop + " dup " + dup + " hold " + hold + ": A " + a + ", B " + b;
             a.forEach((t, n) -> assertTrue(n == 1 || t == CmEventType.CONNECT_REQUEST, "repeated " + t + " at A; " + ctx));
-            b.forEach((t, n) -> assertTrue(n == 1 || t == CmEventType.CONNECT_REQUEST, "repeated " + t + " at B; " + ctx));
+            // at B each request is its own ID: no event repeats on one ID, and one connection at most comes up
+            bById.values().forEach(m -> m.forEach((t, n) -> assertEquals(1, (int) n, "repeated " + t + " on one ID at B; " + ctx)));
+            assertTrue(b.getOrDefault(CmEventType.ESTABLISHED, 0) <= 1, "B established twice; " + ctx);
             boolean aUp = a.containsKey(CmEventType.ESTABLISHED);
             Statistics.label("outcome").collect(aUp && b.containsKey(CmEventType.ESTABLISHED) ? "connected"
                     : aUp ? "passive side timed out" : "failed");
@@ -128,15 +157,15 @@ class LossyCmPropertiesTest {
                 // the side that disconnects always ends DISCONNECTED (DREP or DREQ timeout); the other learns of it
                 // only from a DREQ: when every retransmission was lost, Linux leaves it connected (until its QP
                 // fails on traffic), so does this CM
-                int closer = clientCloses ? 0 : 1;
+                int closer = byClient ? 0 : 1;
                 boolean dreqArrived = p.tap[closer].deliveredOf(CmMsg.DREQ) > 0;
-                Map<CmEventType, Integer> other = clientCloses ? b : a;
-                assertEquals(1, (int) (clientCloses ? a : b).getOrDefault(CmEventType.DISCONNECTED, 0),
+                Map<CmEventType, Integer> other = byClient ? b : a;
+                assertEquals(1, (int) (byClient ? a : b).getOrDefault(CmEventType.DISCONNECTED, 0),
                         "the closing side disconnected once; " + ctx);
                 assertEquals(dreqArrived ? 1 : 0, (int) other.getOrDefault(CmEventType.DISCONNECTED, 0),
                         "the other side disconnected " + (dreqArrived ? "once" : "never (no DREQ reached it)") + "; " + ctx);
                 Statistics.label("teardown").collect(dreqArrived ? "DREQ arrived" : "every DREQ lost");
-                if (clientCloses || dreqArrived) {
+                if (byClient || dreqArrived) {
                     assertEquals(QpState.ERR, c.qp().state(), ctx);
                 }
             } else {

@@ -38,7 +38,12 @@ public final class DmaChecker {
         final boolean failed;
         final Throwable mappedAt;
         boolean checked;
-        boolean cpuOwned;
+        /**
+         * The byte ranges the CPU owns (synced for the CPU, not yet back for the device), as disjoint
+         * [start, end) offsets into the mapping: a sync may cover part of a mapping, as
+         * dma_sync_single_range_for_cpu/_for_device do (a MAD layer syncs one receive slot of a pool).
+         */
+        private final java.util.TreeMap<Long, Long> cpuRanges = new java.util.TreeMap<>();
         boolean reportedUnchecked;
         Throwable unmappedAt;
 
@@ -52,6 +57,47 @@ public final class DmaChecker {
             this.identity = identity;
             this.failed = failed;
             this.mappedAt = mappedAt;
+        }
+
+        /** Gives [from, to) of the mapping to the CPU ({@code cpu}) or back to the device. */
+        void own(long from, long to, boolean cpu) {
+            // cut what overlaps [from, to) out of the ranges, keeping the parts outside it
+            Long k = cpuRanges.lowerKey(from);
+            if (k != null && cpuRanges.get(k) > from) {
+                long end = cpuRanges.get(k);
+                cpuRanges.put(k, from);
+                if (end > to) {
+                    cpuRanges.put(to, end);
+                }
+            }
+            for (Long f = cpuRanges.ceilingKey(from); f != null && f < to; f = cpuRanges.ceilingKey(from)) {
+                long end = cpuRanges.remove(f);
+                if (end > to) {
+                    cpuRanges.put(to, end);
+                }
+            }
+            if (cpu && to > from) {
+                // merge with a neighbour that touches, so whole-mapping syncs stay one range
+                long start = from;
+                long end = to;
+                Long before = cpuRanges.lowerKey(from);
+                if (before != null && cpuRanges.get(before) == from) {
+                    start = before;
+                    cpuRanges.remove(before);
+                }
+                Long after = cpuRanges.get(to);
+                if (after != null) {
+                    end = after;
+                    cpuRanges.remove(to);
+                }
+                cpuRanges.put(start, end);
+            }
+        }
+
+        /** {@return whether the CPU owns any byte of [from, to) of the mapping} */
+        boolean cpuOwns(long from, long to) {
+            Long k = cpuRanges.lowerKey(to);
+            return k != null && cpuRanges.get(k) > from;
         }
 
         boolean covers(long a, long len, Object id) {
@@ -208,7 +254,7 @@ public final class DmaChecker {
         if (e.dir != dir && e.dir != DmaDirection.BIDIRECTIONAL) {
             report(DmaReport.Kind.SYNC_WRONG_DIRECTION, what + ": mapped as " + e.describe(), e);
         }
-        e.cpuOwned = forCpu;
+        e.own(addr - e.addr, addr - e.addr + size, forCpu);
     }
 
     synchronized void onRegionUnmapped(long addr) {
@@ -261,7 +307,7 @@ public final class DmaChecker {
                 continue;
             }
             boolean dirOk = write ? e.dir.deviceWrites() : e.dir.deviceReads();
-            if (dirOk && !e.cpuOwned) {
+            if (dirOk && !e.cpuOwns(addr - e.addr, addr - e.addr + len)) {
                 best = e;
                 break;
             }
@@ -297,7 +343,7 @@ public final class DmaChecker {
         }
         if (!(write ? best.dir.deviceWrites() : best.dir.deviceReads())) {
             report(DmaReport.Kind.WRONG_DIRECTION, what + " but it is " + best.describe(), best);
-        } else if (best.cpuOwned) {
+        } else if (best.cpuOwns(addr - best.addr, addr - best.addr + len)) {
             report(DmaReport.Kind.ACCESS_CPU_OWNED, what + ": the CPU owns " + best.describe()
                     + " (synced for the CPU, not synced back for the device)", best);
         }

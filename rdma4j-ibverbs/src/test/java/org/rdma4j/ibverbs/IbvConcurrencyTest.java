@@ -9,7 +9,7 @@ import org.rdma4j.testkit.model.AbstractConcurrencyTest;
 class IbvConcurrencyTest extends AbstractConcurrencyTest {
     @Override
     protected Fabric createFabric(ManualClock clock) {
-        IbvTestFabric.assumeIb("iWARP QPs are connected through rdma_cm");
+        IbvTestFabric.assumeIb("this suite connects its RC QPs by hand (siw needs the iw_cm) and uses UC and UD");
         return IbvTestFabric.create(clock);
     }
 }

@@ -11,7 +11,6 @@ import org.rdma4j.testkit.Fabric;
 class IbvRcTest extends AbstractRcTest {
     @Override
     protected Fabric createFabric(ManualClock clock) {
-        IbvTestFabric.assumeIb("iWARP QPs are connected through rdma_cm, which the CM suites exercise");
         return IbvTestFabric.create(clock);
     }
 

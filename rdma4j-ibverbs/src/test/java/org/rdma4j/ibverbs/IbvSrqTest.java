@@ -3,6 +3,8 @@ package org.rdma4j.ibverbs;
 
 import java.time.Duration;
 
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
 import org.rdma4j.common.ManualClock;
 import org.rdma4j.testkit.AbstractSrqTest;
 import org.rdma4j.testkit.Fabric;
@@ -11,7 +13,6 @@ import org.rdma4j.testkit.Fabric;
 class IbvSrqTest extends AbstractSrqTest {
     @Override
     protected Fabric createFabric(ManualClock clock) {
-        IbvTestFabric.assumeIb("iWARP QPs are connected through rdma_cm, which the CM suites exercise");
         return IbvTestFabric.create(clock);
     }
 
@@ -23,5 +24,19 @@ class IbvSrqTest extends AbstractSrqTest {
     @Override
     protected Duration settleWindow() {
         return IbvTestFabric.SETTLE;
+    }
+
+    /**
+     * Kernel rxe up to 6.1 never raises IB_EVENT_QP_LAST_WQE_REACHED (no such event anywhere in
+     * drivers/infiniband/sw/rxe of the guest's linux-source-6.1: only CQ_ERR, SQ_DRAINED, SRQ_LIMIT_REACHED
+     * and the PORT events; seen in the VM). The soft device keeps the event (IBA o10-4.2.1; IPoIB-CM drains
+     * its SRQ QPs with it), and a NIC is held to it.
+     */
+    @Test
+    @Override
+    public void shouldRaiseLastWqeReachedAndKeepSharedReceivesWhenOneQpFails() {
+        Assumptions.assumeFalse(IbvTestFabric.device().name().startsWith("rxe"),
+                "kernel rxe (6.1) raises no QP_LAST_WQE_REACHED");
+        super.shouldRaiseLastWqeReachedAndKeepSharedReceivesWhenOneQpFails();
     }
 }

@@ -101,6 +101,23 @@ final class IbvTestFabric implements Fabric {
         }
     }
 
+    /** iWARP: RC QPs are connected through librdmacm (the kernel's iw_cm); null on RoCE. */
+    @Override
+    public org.rdma4j.verbs.cm.RdmaCm cm() {
+        return device.isIwarp() ? org.rdma4j.verbs.cm.RdmaCm.of(new RdmaCmProvider()) : null;
+    }
+
+    /** @return the device's first IPv4 address as librdmacm lists it (siw0: its netdev's), or null */
+    @Override
+    public java.net.InetAddress cmAddress() {
+        for (org.rdma4j.verbs.cm.CmAddress a : new RdmaCmProvider().addresses()) {
+            if (a.device().name().equals(device.name()) && a.address() instanceof java.net.Inet4Address) {
+                return a.address();
+            }
+        }
+        return null;
+    }
+
     @Override
     public boolean realTimeTimers() {
         return true;

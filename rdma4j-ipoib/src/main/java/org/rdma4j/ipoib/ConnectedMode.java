@@ -2,21 +2,17 @@
 package org.rdma4j.ipoib;
 
 import java.lang.foreign.MemorySegment;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Random;
 
-import org.rdma4j.verbs.AccessFlag;
 import org.rdma4j.verbs.AddressHandle;
 import org.rdma4j.verbs.CompletionQueue;
 import org.rdma4j.verbs.DmaDirection;
 import org.rdma4j.verbs.Errno;
 import org.rdma4j.verbs.Gid;
-import org.rdma4j.verbs.Mtu;
-import org.rdma4j.verbs.QpAttributes;
 import org.rdma4j.verbs.QpCapabilities;
 import org.rdma4j.verbs.QpInitAttributes;
-import org.rdma4j.verbs.QpState;
 import org.rdma4j.verbs.QpType;
 import org.rdma4j.verbs.QueuePair;
 import org.rdma4j.verbs.RecvWorkRequest;
@@ -27,6 +23,15 @@ import org.rdma4j.verbs.VerbsException;
 import org.rdma4j.verbs.WcStatus;
 import org.rdma4j.verbs.WorkCompletion;
 import org.rdma4j.verbs.WrOpcode;
+import org.rdma4j.verbs.cm.CmEvent;
+import org.rdma4j.verbs.cm.CmEventChannel;
+import org.rdma4j.verbs.cm.CmEventType;
+import org.rdma4j.verbs.cm.CmId;
+import org.rdma4j.verbs.cm.CmOption;
+import org.rdma4j.verbs.cm.ConnParam;
+import org.rdma4j.verbs.cm.IbSocketAddress;
+import org.rdma4j.verbs.cm.PortSpace;
+import org.rdma4j.verbs.cm.RejectReason;
 
 /**
  * Connected mode (RFC 4755), as Linux's {@code ipoib_cm.c}: an RC connection per neighbour and direction,
@@ -37,26 +42,45 @@ import org.rdma4j.verbs.WrOpcode;
  *   FROM_DEVICE once and synced around each use; its completions land on the UD receive CQ, so one receive thread
  *   serves both. A send CQ for the RC QPs. 128 big send buffers, each mapped TO_DEVICE for exactly the packet's
  *   length when posted as one signalled RC SEND, unmapped and freed at its completion.</li>
- *   <li><b>Connection messages</b> (a documented deviation, {@link CmMessage}): REQ, REP, RTU and REJ travel as
- *   datagrams between the interfaces' UD QPs on the control ring instead of as IB CM MADs on QP1. A REQ is retried
- *   every second; after three without an answer (or on a REJ) the neighbour gets datagrams for 60 s. An interface
- *   in datagram mode answers a REQ with a REJ.</li>
- *   <li><b>Errors</b> ({@code ipoib_cm_handle_tx_wc}): a send completing in error tears the connection down and
- *   the next packet after a second reconnects.</li>
+ *   <li><b>Connections</b>: the InfiniBand CM, through the CM API ({@code org.rdma4j.verbs.cm}) with IB addresses (AF_IB: the
+ *   service ID as it is on the wire, no rdma_cm header). The interface listens on service ID
+ *   {@code 0x1000000000000000 | UD QPN} (Linux {@code IPOIB_CM_IETF_ID}, {@code ipoib_cm_dev_open}); a connection
+ *   to a neighbour is a REQ to its service, the REP and RTU follow (Linux {@code ipoib_cm_send_req},
+ *   {@code ipoib_cm_send_rep}). REQ and REP carry RFC 4755's 8 bytes of private data ({@code struct ipoib_cm_data}):
+ *   the sender's UD QPN and its receive size, header included (Linux {@code IPOIB_CM_BUF_SIZE}). Events are
+ *   handled by the thread {@code ipoib-cm-<if>} with the interface lock, as Linux's CM handlers take
+ *   {@code priv->lock}.</li>
+ *   <li><b>Errors</b> ({@code ipoib_cm_handle_tx_wc}, {@code ipoib_cm_tx_handler}): a send completing in error,
+ *   a DREQ or a stale-connection REJ tears the connection down and the next packet after a second reconnects; a
+ *   neighbour that refuses, or does not answer the CM, gets datagrams for 60 s.</li>
  * </ul>
  *
- * <p>Threads: the transmit thread (connections, sends, reaping) and the receive thread (messages, SRQ
- * completions, retries), with the interface lock except where a method says otherwise. In datagram mode only the
- * REJ answer to a REQ is used.
+ * <p>Threads: the transmit thread (connections, sends, reaping), the receive thread (SRQ completions, the guard
+ * timer) and {@code ipoib-cm-<if>} (CM events), with the interface lock except where a method says otherwise. In
+ * datagram mode nothing of this runs: the interface does not listen, so the CM answers a neighbour's REQ with a
+ * REJ (invalid service ID) and that neighbour falls back at once.
  */
 final class ConnectedMode {
     /** SRQ buffers, on the UD receive CQ too. */
     static final int RX_RING = 256;
+    /** Linux ipoib_cm.c IPOIB_CM_IETF_ID: RFC 4755's service ID prefix, the UD QPN in the low 24 bits. */
+    static final long IETF_ID = 0x1000_0000_0000_0000L;
+    /** RFC 4755 / Linux {@code struct ipoib_cm_data}: {@code be32 qpn; be32 mtu;}. */
+    static final int PRIVATE_DATA_BYTES = 8;
     private static final int TX_SLOTS = 128;
     private static final int MAX_CONNS = 64;
-    private static final int MAX_REQS = 3;
     private static final int POLL_BATCH = 32;
-    private static final long REQ_TIMEOUT_NS = 1_000_000_000L;
+    private static final int LISTEN_BACKLOG = MAX_CONNS;
+    private static final Duration RESOLVE_TIMEOUT = Duration.ofSeconds(2);
+    /**
+     * REQ retransmission: 4.096 us x 2^18 (about 1.07 s) between REQs, 2 retransmissions, so a neighbour whose CM
+     * does not answer falls back to datagrams after about 3 s. Linux sends 20 and 15 (about 64 s, during which it
+     * sends the neighbour nothing); here the neighbour gets datagrams meanwhile, so waiting less costs nothing.
+     */
+    private static final int CM_RESPONSE_TIMEOUT = 18;
+    private static final int MAX_CM_RETRIES = 2;
+    /** A connection still CONNECTING after this long is given up (the CM owes an event long before). */
+    private static final long CONNECT_GUARD_NS = 30_000_000_000L;
     private static final long RETRY_NS = 60_000_000_000L;
     private static final long ERROR_RETRY_NS = 1_000_000_000L;
     /** Work request IDs of SRQ buffers, on the receive CQ shared with the UD ring. */
@@ -64,19 +88,19 @@ final class ConnectedMode {
     private static final int SLOT_BITS = 20;
 
     private final IpoibResources res;
-    private final UdSender ud;
-    private final Random ids = new Random();
-    private final CmMessage rxCm = new CmMessage();
     /** Connections we opened, one per neighbour (lock). */
     private final List<TxConn> txConns = new ArrayList<>();
     /** Connections neighbours opened to us (lock). */
     private final List<RxConn> rxConns = new ArrayList<>();
     private int connSerial;
+    private CmEventChannel events;
+    private CmId listener;
+    private Thread thread;
+    private volatile boolean running;
 
     // resources, connected mode only (else null)
     private final CompletionQueue sendCq;
     private final SharedReceiveQueue srq;
-    private final Mtu pathMtu;
     private final int slotBytes;
     private final MemorySegment rxRing;
     private final MemorySegment[] rxSlots;
@@ -101,15 +125,16 @@ final class ConnectedMode {
 
     /**
      * In connected mode, makes the SRQ, the RC send CQ and the buffers ({@link #postReceives()} maps and posts the
-     * SRQ's); in datagram mode nothing.
+     * SRQ's, {@link #listen} starts the CM side); in datagram mode nothing.
+     *
+     * @param events the CM event channel of the interface (connected mode; null in datagram mode), closed here
      */
-    ConnectedMode(IpoibResources res, UdSender ud) {
+    ConnectedMode(IpoibResources res, CmEventChannel events) {
         this.res = res;
-        this.ud = ud;
+        this.events = events;
         if (!res.connected) {
             sendCq = null;
             srq = null;
-            pathMtu = null;
             slotBytes = 0;
             rxRing = txRing = null;
             rxSlots = rxPayload = txSlots = txPayload = txMapped = null;
@@ -119,7 +144,6 @@ final class ConnectedMode {
             txFree = null;
             return;
         }
-        pathMtu = res.ctx.queryPort(1).activeMtu();
         sendCq = res.own(res.ctx.createCq(TX_SLOTS + MAX_CONNS, null, 0));
         srq = res.own(res.pd.createSrq(RX_RING, 1));
         int size = Ipoib.HEADER_BYTES + res.mtu;
@@ -172,6 +196,40 @@ final class ConnectedMode {
         int posted = srq.postRecv(rxWrs, RX_RING);
         if (posted != RX_RING) {
             throw new VerbsException(Errno.ENOMEM, "could post only " + posted + " of " + RX_RING + " SRQ buffers");
+        }
+    }
+
+    /**
+     * Listens on our service ID and starts {@code ipoib-cm-<if>} (connected mode; Linux {@code ipoib_cm_dev_open}).
+     *
+     * @param ifname the interface name, for the thread's
+     * @throws VerbsException if the CM has no device for our GID, or the service is taken
+     */
+    void listen(String ifname) {
+        if (!res.connected) {
+            return;
+        }
+        listener = events.createId(PortSpace.IB, QpType.RC);
+        listener.bindAddr(new IbSocketAddress(res.gid, serviceId(res.self.qpn())));
+        listener.listen(LISTEN_BACKLOG);
+        running = true;
+        thread = Thread.ofPlatform().name("ipoib-cm-" + ifname).daemon().start(this::run);
+    }
+
+    /** @return the service ID of an interface: RFC 4755 section 6.1, Linux {@code IPOIB_CM_IETF_ID | qpn} */
+    static long serviceId(int udQpn) {
+        return IETF_ID | (udQpn & 0xFF_FFFFL);
+    }
+
+    /** Asks {@code ipoib-cm-<if>} to stop; it does within its wait. */
+    void stop() {
+        running = false;
+    }
+
+    /** Waits (bounded) for {@code ipoib-cm-<if>} to end. */
+    void join() throws InterruptedException {
+        if (thread != null) {
+            thread.join(2_000);
         }
     }
 
@@ -244,87 +302,116 @@ final class ConnectedMode {
             }
             c = new TxConn(e.ip(), hw);
             txConns.add(c);
-            connect(c, e.ah());
+            connect(c);
         } else if (c.state == TxConn.State.FAILED && res.clock().nanoTime() - c.deadlineNs >= 0) {
-            connect(c, e.ah());
+            connect(c);
         }
         return c;
     }
 
-    /** Creates the RC QP (INIT, receiving from the SRQ as Linux's tx QPs do) and sends the REQ (lock held). */
-    private void connect(TxConn c, AddressHandle ah) {
-        QueuePair q;
+    /**
+     * Starts a connection (lock held; Linux {@code ipoib_cm_tx_init}): a CM ID resolves the neighbour's IB address
+     * (its GID and service ID); the QP and the REQ follow on ROUTE_RESOLVED.
+     */
+    private void connect(TxConn c) {
+        CmId id = null;
         try {
-            q = res.pd.createQp(new QpInitAttributes().type(QpType.RC).sendCq(sendCq).recvCq(res.recvCq).srq(srq)
-                    .cap(new QpCapabilities(TX_SLOTS, 0, 1, 1, 0)));
-            try {
-                q.modify(new QpAttributes().state(QpState.INIT).pkeyIndex(0).port(1)
-                        .accessFlags(AccessFlag.of(AccessFlag.LOCAL_WRITE)));
-            } catch (VerbsException ex) {
-                q.close();
-                throw ex;
-            }
+            id = events.createId(PortSpace.IB, QpType.RC);
+            id.attach(c);
+            setOptional(id, CmOption.CM_RESPONSE_TIMEOUT, CM_RESPONSE_TIMEOUT);
+            setOptional(id, CmOption.MAX_CM_RETRIES, MAX_CM_RETRIES);
+            // timeout 14 (about 67 ms) x 7 transmissions (retry_cnt 6, sendReq): a vanished peer shows as an error
+            // completion in about half a second (perftest and rping set 14 too)
+            id.setOption(CmOption.ACK_TIMEOUT, 14);
+            c.id = id;
+            c.serial = ++connSerial & 0x3FF_FFFF;
+            c.state = TxConn.State.CONNECTING;
+            c.fallback = false;
+            c.deadlineNs = res.clock().nanoTime() + CONNECT_GUARD_NS;
+            id.resolveAddr(new IbSocketAddress(res.gid, 0), new IbSocketAddress(c.peer.gid(), serviceId(c.peer.qpn())),
+                    RESOLVE_TIMEOUT);
+            res.count(IpoibCounter.CM_REQ_SENT);
         } catch (VerbsException ex) {
             res.log.accept("ipoib: cannot open a connection to " + IpoibResources.ipString(c.ip) + ": "
                     + ex.getMessage());
-            c.state = TxConn.State.FAILED;
-            c.fallback = true;
-            c.deadlineNs = res.clock().nanoTime() + RETRY_NS;
-            return;
-        }
-        res.own(q);
-        c.qp = q;
-        c.ah = ah;
-        c.serial = ++connSerial & 0x3FF_FFFF;
-        c.localId = newId();
-        c.psn = ids.nextInt() & 0xFF_FFFF;
-        c.state = TxConn.State.CONNECTING;
-        c.fallback = false;
-        c.tries = 0;
-        sendReq(c);
-    }
-
-    private int newId() {
-        int id;
-        do {
-            id = ids.nextInt();
-        } while (id == 0);
-        return id;
-    }
-
-    private void sendReq(TxConn c) {
-        c.tries++;
-        c.deadlineNs = res.clock().nanoTime() + REQ_TIMEOUT_NS;
-        if (sendCm(CmMessage.OP_REQ, c.localId, 0, CmMessage.serviceId(c.peer.qpn()), c.qp.qpNum(), c.psn, c.ah,
-                c.peer.qpn())) {
-            res.count(IpoibCounter.CM_REQ_SENT);
+            c.id = null;
+            closeId(id);
+            failed(c, RETRY_NS);
         }
     }
 
-    /** Sends a connection message to a neighbour's UD QP through the control ring (lock held). */
-    private boolean sendCm(int op, int localId, int remoteId, long serviceId, int rcQpn, int psn, AddressHandle ah,
-                           int udQpn) {
-        long base = ud.controlSlot();
-        if (base < 0) {
-            return false;
-        }
-        // the receive MTU we offer is what one SRQ buffer holds: header + interface MTU (Linux IPOIB_CM_BUF_SIZE)
-        CmMessage.write(ud.controlMemory(), base + Ipoib.HEADER_BYTES, op, localId, remoteId, serviceId, rcQpn, psn,
-                res.self.qpn(), Ipoib.HEADER_BYTES + res.mtu);
-        return ud.sendControl(CmMessage.TYPE, CmMessage.BYTES, ah, udQpn);
-    }
-
-    /** Closes a connection's QP and takes back its send buffers (lock held); the entry stays, FAILED. */
-    private void teardown(TxConn c) {
-        QueuePair q = c.qp;
-        if (q != null) {
-            c.qp = null;
-            try {
-                q.close(); // under the device's engine lock: nothing of the QP touches memory afterwards
-            } catch (VerbsException ex) {
-                res.log.accept("ipoib: close: " + ex.getMessage());
+    private static <T> void setOptional(CmId id, CmOption<T> option, T value) {
+        try {
+            id.setOption(option, value);
+        } catch (VerbsException ex) {
+            if (ex.errno() != Errno.EOPNOTSUPP) {
+                throw ex;
             }
-            res.disown(q);
+            // a librdmacm provider keeps Linux's timing: the neighbour gets datagrams meanwhile anyway
+        }
+    }
+
+    /** ROUTE_RESOLVED: the RC QP (receiving from the SRQ, as Linux's tx QPs do) and the REQ (lock held). */
+    private void sendReq(TxConn c) {
+        QueuePair q = c.id.createQp(res.pd, new QpInitAttributes().type(QpType.RC).sendCq(sendCq).recvCq(res.recvCq)
+                .srq(srq).cap(new QpCapabilities(TX_SLOTS, 0, 1, 1, 0)));
+        c.qp = q;
+        // Linux ipoib_cm_send_req (6.1): responder resources 4, initiator depth 0, no flow control, the SRQ flag,
+        // retry_count 0 and rnr_retry_count 0 ("RFC draft warns against retries"); the CM puts both into each
+        // side's RTS attributes (cm.c cm_init_qp_rts_attr), and on RETRY_EXC_ERR ipoib_cm_handle_tx_wc destroys
+        // the connection, made again on the next packet. Here: transport retry 6 where Linux has 0, because this
+        // device runs over UDP, which drops under load, and 0 would turn every lost packet into a reconnection;
+        // 6, not 7, because 7 means "retry for ever" on rxe and on the soft device, so a neighbour that died
+        // without a DREQ would hold its connection, and every packet queued on it, for ever: with 6 the send
+        // fails after seven ack timeouts (about half a second at the timeout 14 connect sets) and reconnecting
+        // finds the neighbour gone. RNR retry 7 (infinite) where Linux has 0: a dead neighbour sends no RNR NAK, so it
+        // cannot make this hang, and a live one whose receive thread refills the SRQ late makes the sender
+        // wait instead of dropping the connection.
+        c.id.connect(new ConnParam().privateData(privateData()).responderResources(4).initiatorDepth(0)
+                .retryCount(6).rnrRetryCount(7).srq(true).flowControl(false));
+    }
+
+    /** The 8 bytes of RFC 4755 private data: our UD QPN and the receive size one SRQ buffer holds (header + MTU). */
+    private byte[] privateData() {
+        byte[] d = new byte[PRIVATE_DATA_BYTES];
+        putBe32(d, 0, res.self.qpn());
+        putBe32(d, 4, Ipoib.HEADER_BYTES + res.mtu); // Linux IPOIB_CM_BUF_SIZE
+        return d;
+    }
+
+    private static void putBe32(byte[] b, int off, int v) {
+        b[off] = (byte) (v >>> 24);
+        b[off + 1] = (byte) (v >>> 16);
+        b[off + 2] = (byte) (v >>> 8);
+        b[off + 3] = (byte) v;
+    }
+
+    private static int be32(byte[] b, int off) {
+        return ((b[off] & 0xFF) << 24) | ((b[off + 1] & 0xFF) << 16) | ((b[off + 2] & 0xFF) << 8) | (b[off + 3] & 0xFF);
+    }
+
+    /**
+     * The receive size in a REQ's or REP's private data, or -1 when the data cannot be RFC 4755's: shorter than 8
+     * bytes, or a size below a header and IPv4's 576.
+     */
+    private static int remoteSize(byte[] d) {
+        if (d == null || d.length < PRIVATE_DATA_BYTES) {
+            return -1;
+        }
+        int mtu = be32(d, 4);
+        return mtu < Ipoib.HEADER_BYTES + 576 ? -1 : mtu;
+    }
+
+    /**
+     * Closes a connection's CM ID (lock held): a DREQ if it was connected, the QP destroyed with it, the send
+     * buffers it held taken back. The entry stays, FAILED.
+     */
+    private void teardown(TxConn c) {
+        CmId id = c.id;
+        if (id != null) {
+            c.id = null;
+            c.qp = null;
+            closeId(id); // the QP goes with it: nothing of it touches memory afterwards
             for (int k = 0; k < TX_SLOTS; k++) {
                 if (txOwner[k] == c) {
                     releaseTx(k);
@@ -332,6 +419,23 @@ final class ConnectedMode {
             }
         }
         c.state = TxConn.State.FAILED;
+    }
+
+    private void failed(TxConn c, long retryNs) {
+        teardown(c);
+        c.fallback = retryNs >= RETRY_NS;
+        c.deadlineNs = res.clock().nanoTime() + retryNs;
+    }
+
+    private void closeId(CmId id) {
+        if (id == null) {
+            return;
+        }
+        try {
+            id.close();
+        } catch (VerbsException ex) {
+            res.log.accept("ipoib: close: " + ex.getMessage());
+        }
     }
 
     private void dropTx(TxConn c) {
@@ -353,17 +457,6 @@ final class ConnectedMode {
         res.dma.unmap(txDma[slot], txMapped[slot].byteSize(), DmaDirection.TO_DEVICE);
         txOwner[slot] = null;
         txFree[txFreeCount++] = slot;
-    }
-
-    private QpAttributes rtr(Gid dgid, int destQpn, int rqPsn) {
-        return new QpAttributes().state(QpState.RTR).pathMtu(pathMtu).destQpNum(destQpn).rqPsn(rqPsn)
-                .av(res.av(dgid)).maxDestRdAtomic(0).minRnrTimer(12);
-    }
-
-    private static QpAttributes rts(int sqPsn) {
-        // timeout 14 (about 67 ms) x 7 retries: a vanished peer shows as an error completion in about half a
-        // second; RNR retry 7 (infinite): an empty SRQ makes the sender wait, never drop
-        return new QpAttributes().state(QpState.RTS).sqPsn(sqPsn).timeout(14).retryCnt(7).rnrRetry(7).maxRdAtomic(0);
     }
 
     /**
@@ -427,13 +520,12 @@ final class ConnectedMode {
                 res.count(IpoibCounter.CM_TX_ERRORS);
                 res.log.accept("neighbour " + IpoibResources.ipString(c.ip) + " connection failed (" + wc.status()
                         + "), reconnecting");
-                teardown(c);
-                c.deadlineNs = res.clock().nanoTime() + ERROR_RETRY_NS;
+                failed(c, ERROR_RETRY_NS);
             }
         }
     }
 
-    /** Retries unanswered requests, once a second, and falls back to datagrams after three (lock held). */
+    /** Gives up connections the CM has left CONNECTING for too long (lock held; the receive thread's timer). */
     void tick() {
         if (!res.connected) {
             return;
@@ -441,18 +533,11 @@ final class ConnectedMode {
         long now = res.clock().nanoTime();
         for (int k = 0; k < txConns.size(); k++) {
             TxConn c = txConns.get(k);
-            if (c.state != TxConn.State.CONNECTING || now - c.deadlineNs < 0) {
-                continue;
-            }
-            if (c.tries < MAX_REQS) {
-                sendReq(c);
-            } else {
-                teardown(c);
-                c.fallback = true;
-                c.deadlineNs = now + RETRY_NS;
+            if (c.state == TxConn.State.CONNECTING && now - c.deadlineNs >= 0) {
                 res.count(IpoibCounter.CM_FALLBACK);
-                res.log.accept("neighbour " + IpoibResources.ipString(c.ip)
-                        + " did not answer connected-mode requests: datagram mode");
+                res.log.accept("neighbour " + IpoibResources.ipString(c.ip) + ": no connection after "
+                        + CONNECT_GUARD_NS / 1_000_000_000L + " s: datagram mode");
+                failed(c, RETRY_NS);
             }
         }
     }
@@ -467,194 +552,172 @@ final class ConnectedMode {
         };
     }
 
-    // ------------------------------------------------------------------ connection messages
+    // ------------------------------------------------------------------ CM events (ipoib-cm-<if>)
 
-    /**
-     * A connection message from a neighbour's UD QP (receive thread; takes the lock).
-     *
-     * @param ring    the receive buffer
-     * @param p       where the message starts (after the IPoIB header)
-     * @param payload bytes that came for it
-     * @param srcQp   the sender's UD QPN (the DETH's)
-     * @param sgidHi  the sender's GID (the GRH's), high half
-     * @param sgidLo  low half
-     */
-    void receiveCm(MemorySegment ring, long p, int payload, int srcQp, long sgidHi, long sgidLo) {
-        CmMessage m = rxCm;
-        // the private data's UD QPN must be the QP the datagram came from (the fabric's DETH says who sent it)
-        if (m.read(ring, p, payload) != CmMessage.Verdict.OK || m.udQpn != srcQp
-                || m.mtu < Ipoib.HEADER_BYTES + 576) {
-            res.count(IpoibCounter.RX_DROP_BAD_CM);
-            return;
-        }
-        res.lock.lock();
-        try {
-            switch (m.op) {
-                case CmMessage.OP_REQ -> onReq(m, new Gid(sgidHi, sgidLo));
-                case CmMessage.OP_REP -> onRep(m, sgidHi, sgidLo);
-                case CmMessage.OP_RTU -> onRtu(m, sgidHi, sgidLo);
-                default -> onRej(m, sgidHi, sgidLo);
+    private void run() {
+        while (running) {
+            try (CmEvent e = events.getEvent(Duration.ofMillis(100))) {
+                if (e == null) {
+                    continue;
+                }
+                e.ack(); // what the handlers need is in the event; an acked ID may be closed
+                res.lock.lock();
+                try {
+                    handle(e); // also while stopping: a request's new ID must be answered and closed
+                } finally {
+                    res.lock.unlock();
+                }
+            } catch (RuntimeException ex) {
+                if (running) {
+                    res.log.accept("ipoib: connection event failed: " + ex); // the thread goes on
+                }
             }
-        } finally {
-            res.lock.unlock();
         }
     }
 
-    private void onReq(CmMessage m, Gid g) {
-        if (m.serviceId != CmMessage.serviceId(res.self.qpn())) {
-            res.count(IpoibCounter.RX_DROP_BAD_CM); // not our service: a REQ for another interface's UD QPN
-            return;
-        }
-        for (int k = 0; k < rxConns.size(); k++) {
-            RxConn r = rxConns.get(k);
-            if (r.peerUdQpn() == m.udQpn && r.remoteId() == m.localId && r.peerGid().equals(g)) {
-                sendRep(r); // a retransmitted REQ: our REP was lost
-                return;
+    /** One CM event (lock held), as Linux's ipoib_cm_tx_handler and ipoib_cm_rx_handler. */
+    private void handle(CmEvent e) {
+        CmId id = e.id();
+        Object owner = id.attachment();
+        switch (e.type()) {
+            case CONNECT_REQUEST -> onRequest(e);
+            case ADDR_RESOLVED, ROUTE_RESOLVED, ESTABLISHED, REJECTED, UNREACHABLE, CONNECT_ERROR, ADDR_ERROR,
+                 ROUTE_ERROR, DISCONNECTED -> {
+                if (owner instanceof TxConn c) {
+                    if (c.id == id) {
+                        try {
+                            onTxEvent(c, e);
+                        } catch (VerbsException ex) {
+                            res.log.accept("ipoib: connection to " + IpoibResources.ipString(c.ip) + " failed: "
+                                    + ex.getMessage());
+                            failed(c, RETRY_NS);
+                        }
+                    }
+                } else if (owner instanceof RxConn r) {
+                    onRxEvent(r, e);
+                }
+            }
+            default -> {
+                // TIMEWAIT_EXIT and the rest: nothing to do
             }
         }
-        if (!res.connected) {
-            reject(m, g); // datagram mode here: the peer falls back at once instead of after three requests
+    }
+
+    private void onTxEvent(TxConn c, CmEvent e) {
+        String who = "neighbour " + IpoibResources.ipString(c.ip);
+        switch (e.type()) {
+            case ADDR_RESOLVED -> c.id.resolveRoute(RESOLVE_TIMEOUT);
+            case ROUTE_RESOLVED -> sendReq(c);
+            case ESTABLISHED -> {
+                // Linux ipoib_cm_rep_handler: the REP's private data gives the peer's receive size
+                int mtu = remoteSize(e.privateData());
+                if (mtu < 0) {
+                    res.count(IpoibCounter.RX_DROP_BAD_CM);
+                    res.log.accept(who + " answered with a bad receive size: datagram mode");
+                    failed(c, RETRY_NS);
+                    return;
+                }
+                c.remoteMtu = Math.min(mtu, Ipoib.HEADER_BYTES + res.mtu);
+                c.state = TxConn.State.CONNECTED;
+                res.count(IpoibCounter.CM_CONNECTED);
+                res.log.accept(who + " connected (RC QPN 0x" + Integer.toHexString(c.qp.qpNum()) + " to 0x"
+                        + Integer.toHexString(e.connParam().qpNum()) + ", mtu " + (c.remoteMtu - Ipoib.HEADER_BYTES) + ")");
+            }
+            case REJECTED -> {
+                res.count(IpoibCounter.CM_REJ_RECEIVED);
+                if (e.rejectReason() == RejectReason.STALE_CONN) {
+                    // the peer's CM still held a connection with our QP's number (we restarted): it drops that
+                    // one with a DREQ, and our next packet after a second connects anew
+                    res.log.accept(who + " rejected a stale connection, reconnecting");
+                    failed(c, ERROR_RETRY_NS);
+                } else {
+                    res.log.accept(who + " refused connected mode (" + e.rejectReason() + "): datagram mode");
+                    failed(c, RETRY_NS);
+                }
+            }
+            case DISCONNECTED -> {
+                res.log.accept(who + " disconnected, reconnecting");
+                failed(c, ERROR_RETRY_NS);
+            }
+            default -> { // UNREACHABLE, CONNECT_ERROR, ADDR_ERROR, ROUTE_ERROR
+                res.count(IpoibCounter.CM_FALLBACK);
+                res.log.accept(who + " did not answer connected-mode requests (" + e.type() + "): datagram mode");
+                failed(c, RETRY_NS);
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ connections neighbours open (≈ ipoib_cm_rx)
+
+    /**
+     * A REQ for our service (lock held; Linux {@code ipoib_cm_req_handler}): the QP, receiving from the SRQ, and the
+     * REP with our private data; the CM moves the QP to RTR and RTS before the REP leaves.
+     */
+    private void onRequest(CmEvent e) {
+        CmId id = e.id();
+        Gid g = id.remoteAddress() instanceof IbSocketAddress a ? a.gid() : null;
+        byte[] d = e.privateData();
+        if (remoteSize(d) < 0 || g == null) {
+            res.count(IpoibCounter.RX_DROP_BAD_CM);
+            reject(id);
             return;
         }
+        int udQpn = be32(d, 0) & 0xFF_FFFF; // RFC 4755: the high byte is reserved and ignored on receive
         // a new REQ from the same interface replaces its old connection (it restarted, or reconnects after an error)
         for (int k = rxConns.size() - 1; k >= 0; k--) {
             RxConn r = rxConns.get(k);
-            if (r.peerUdQpn() == m.udQpn && r.peerGid().equals(g)) {
+            if (r.peerUdQpn() == udQpn && r.peerGid().equals(g)) {
                 rxConns.remove(k);
-                closeRx(r);
+                closeId(r.id());
             }
         }
         if (rxConns.size() >= MAX_CONNS) {
-            reject(m, g);
+            reject(id);
             return;
         }
-        AddressHandle ah = null;
-        QueuePair q = null;
         try {
-            ah = res.pd.createAh(res.av(g));
-            q = res.pd.createQp(new QpInitAttributes().type(QpType.RC).sendCq(sendCq).recvCq(res.recvCq).srq(srq)
-                    .cap(new QpCapabilities(1, 0, 1, 1, 0)));
-            int psn = ids.nextInt() & 0xFF_FFFF;
-            q.modify(new QpAttributes().state(QpState.INIT).pkeyIndex(0).port(1)
-                    .accessFlags(AccessFlag.of(AccessFlag.LOCAL_WRITE)));
-            q.modify(rtr(g, m.rcQpn, m.psn));
-            q.modify(rts(psn));
-            RxConn r = new RxConn(g, m.udQpn, m.localId, newId(), psn, m.rcQpn, res.own(q), res.own(ah));
+            QueuePair q = id.createQp(res.pd, new QpInitAttributes().type(QpType.RC).sendCq(sendCq)
+                    .recvCq(res.recvCq).srq(srq).cap(new QpCapabilities(1, 0, 1, 1, 0)));
+            RxConn r = new RxConn(g, udQpn, id, q);
+            id.attach(r);
+            // Linux ipoib_cm_send_rep: the REQ's RNR retry count, no flow control, the SRQ flag
+            id.accept(new ConnParam().privateData(privateData()).rnrRetryCount(e.connParam().rnrRetryCount())
+                    .srq(true).flowControl(false));
             rxConns.add(r);
-            sendRep(r);
             res.count(IpoibCounter.CM_ACCEPTED);
-            res.log.accept("connection from " + g + " qpn 0x" + Integer.toHexString(m.udQpn) + " accepted (RC QPN 0x"
+            res.log.accept("connection from " + g + " qpn 0x" + Integer.toHexString(udQpn) + " accepted (RC QPN 0x"
                     + Integer.toHexString(q.qpNum()) + ")");
         } catch (VerbsException ex) {
             res.log.accept("ipoib: cannot accept a connection from " + g + ": " + ex.getMessage());
-            if (q != null) {
-                res.disown(q);
-                q.close();
-            }
-            if (ah != null) {
-                res.disown(ah);
-                ah.close();
-            }
-            reject(m, g);
+            reject(id);
         }
     }
 
-    private void sendRep(RxConn r) {
-        sendCm(CmMessage.OP_REP, r.localId(), r.remoteId(), CmMessage.serviceId(res.self.qpn()), r.qp().qpNum(),
-                r.psn(), r.ah(), r.peerUdQpn());
-    }
-
-    private void reject(CmMessage m, Gid g) {
-        AddressHandle ah;
+    private void reject(CmId id) {
         try {
-            ah = res.own(res.pd.createAh(res.av(g)));
-        } catch (VerbsException ex) {
-            return;
-        }
-        if (sendCm(CmMessage.OP_REJ, newId(), m.localId, m.serviceId, 0, 0, ah, m.udQpn)) {
+            id.reject(null);
             res.count(IpoibCounter.CM_REJ_SENT);
-        }
-        ud.retire(ah); // closed once the REJ has left
-    }
-
-    private void closeRx(RxConn r) {
-        try {
-            r.qp().close();
         } catch (VerbsException ex) {
-            res.log.accept("ipoib: close: " + ex.getMessage());
+            res.log.accept("ipoib: reject: " + ex.getMessage());
         }
-        res.disown(r.qp());
-        ud.retire(r.ah());
+        closeId(id);
     }
 
-    private TxConn txById(int localId, long sgidHi, long sgidLo, int udQpn) {
-        for (int k = 0; k < txConns.size(); k++) {
-            TxConn c = txConns.get(k);
-            if (c.localId == localId && c.qp != null && c.peer.qpn() == udQpn && c.peer.gid().hi() == sgidHi
-                    && c.peer.gid().lo() == sgidLo) {
-                return c;
+    private void onRxEvent(RxConn r, CmEvent e) {
+        switch (e.type()) {
+            case ESTABLISHED -> {
+                // the RTU came; the QP was ready since the REP
+            }
+            case DISCONNECTED, REJECTED, UNREACHABLE, CONNECT_ERROR -> {
+                // Linux ipoib_cm_rx_handler: a DREQ (or a REP the peer never took) ends the connection
+                if (rxConns.remove(r)) {
+                    closeId(r.id());
+                }
+            }
+            default -> {
+                // nothing else comes for a passive ID
             }
         }
-        return null;
-    }
-
-    private void onRep(CmMessage m, long sgidHi, long sgidLo) {
-        TxConn c = txById(m.remoteId, sgidHi, sgidLo, m.udQpn);
-        if (c == null) {
-            res.count(IpoibCounter.RX_DROP_BAD_CM);
-            return;
-        }
-        if (c.state == TxConn.State.CONNECTED) {
-            if (m.rcQpn == c.remoteQpn && m.localId == c.remoteId) {
-                sendCm(CmMessage.OP_RTU, c.localId, c.remoteId, m.serviceId, c.qp.qpNum(), c.psn, c.ah, c.peer.qpn());
-            } else {
-                res.count(IpoibCounter.RX_DROP_BAD_CM);
-            }
-            return;
-        }
-        try {
-            c.qp.modify(rtr(c.peer.gid(), m.rcQpn, m.psn));
-            c.qp.modify(rts(c.psn));
-        } catch (VerbsException ex) {
-            res.log.accept("ipoib: connection to " + IpoibResources.ipString(c.ip) + " failed: " + ex.getMessage());
-            teardown(c);
-            c.fallback = true;
-            c.deadlineNs = res.clock().nanoTime() + RETRY_NS;
-            return;
-        }
-        c.remoteQpn = m.rcQpn;
-        c.remoteId = m.localId;
-        c.remoteMtu = Math.min(m.mtu, Ipoib.HEADER_BYTES + res.mtu);
-        c.state = TxConn.State.CONNECTED;
-        res.count(IpoibCounter.CM_CONNECTED);
-        res.log.accept("neighbour " + IpoibResources.ipString(c.ip) + " connected (RC QPN 0x"
-                + Integer.toHexString(c.qp.qpNum()) + " to 0x" + Integer.toHexString(m.rcQpn) + ", mtu "
-                + (c.remoteMtu - Ipoib.HEADER_BYTES) + ")");
-        sendCm(CmMessage.OP_RTU, c.localId, c.remoteId, m.serviceId, c.qp.qpNum(), c.psn, c.ah, c.peer.qpn());
-    }
-
-    private void onRtu(CmMessage m, long sgidHi, long sgidLo) {
-        for (int k = 0; k < rxConns.size(); k++) {
-            RxConn r = rxConns.get(k);
-            if (r.localId() == m.remoteId && r.remoteId() == m.localId && r.peerUdQpn() == m.udQpn
-                    && r.peerGid().hi() == sgidHi && r.peerGid().lo() == sgidLo) {
-                return; // established; the QP was ready since the REP
-            }
-        }
-        res.count(IpoibCounter.RX_DROP_BAD_CM);
-    }
-
-    private void onRej(CmMessage m, long sgidHi, long sgidLo) {
-        TxConn c = txById(m.remoteId, sgidHi, sgidLo, m.udQpn);
-        if (c == null || c.state != TxConn.State.CONNECTING) {
-            res.count(IpoibCounter.RX_DROP_BAD_CM);
-            return;
-        }
-        teardown(c);
-        c.fallback = true;
-        c.deadlineNs = res.clock().nanoTime() + RETRY_NS;
-        res.count(IpoibCounter.CM_REJ_RECEIVED);
-        res.log.accept("neighbour " + IpoibResources.ipString(c.ip) + " refused connected mode: datagram mode");
     }
 
     // ------------------------------------------------------------------ SRQ receives (receive thread, no lock)
@@ -666,7 +729,7 @@ final class ConnectedMode {
 
     /**
      * An SRQ completion (receive thread): the buffer is synced for the CPU, its packet handed to the stack, and the
-     * buffer queued for {@link #refill()}.
+     * buffer queued for {@link #refill}.
      */
     void received(WorkCompletion wc, IpoibReceiver rx) throws java.io.IOException {
         int slot = (int) (wc.wrId() & 0xFFFF);
@@ -699,6 +762,46 @@ final class ConnectedMode {
         refillCount = 0;
         if (c > 0 && post && srq.postRecv(refill, c) != c) {
             res.count(IpoibCounter.RX_ERRORS);
+        }
+    }
+
+    /**
+     * At close, once the threads stopped: closes every CM ID (connected ones send a DREQ; their QPs go with them),
+     * the listener and the event channel. Before the SRQ and the CQs are released.
+     */
+    void closeConnections() {
+        res.lock.lock();
+        try {
+            for (TxConn c : txConns) {
+                teardown(c);
+            }
+            txConns.clear();
+            for (RxConn r : rxConns) {
+                closeId(r.id());
+            }
+            rxConns.clear();
+            closeId(listener);
+            listener = null;
+            if (events != null) {
+                // requests that came after the thread stopped: their IDs are ours to refuse and close
+                for (CmEvent e = events.pollEvent(); e != null; e = events.pollEvent()) {
+                    CmEvent ev = e;
+                    try (ev) {
+                        ev.ack();
+                        if (ev.type() == CmEventType.CONNECT_REQUEST) {
+                            reject(ev.id());
+                        }
+                    }
+                }
+                try {
+                    events.close();
+                } catch (VerbsException ex) {
+                    res.log.accept("ipoib: close: " + ex.getMessage());
+                }
+                events = null;
+            }
+        } finally {
+            res.lock.unlock();
         }
     }
 

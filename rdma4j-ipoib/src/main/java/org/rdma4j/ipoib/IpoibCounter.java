@@ -53,17 +53,17 @@ public enum IpoibCounter {
     TX_CM_PACKETS,
     /** Connected mode: IP packets received on RC connections (also in RX_PACKETS). */
     RX_CM_PACKETS,
-    /** Connected mode: connection requests sent (first ones and retries). */
+    /** Connected mode: connections started (a CM ID resolving towards a neighbour; the CM retransmits its REQ itself). */
     CM_REQ_SENT,
-    /** Connected mode: connections this side opened that reached RTS (a REP came). */
+    /** Connected mode: connections this side opened that were established (REP taken, RTU sent). */
     CM_CONNECTED,
     /** Connected mode: connections a peer opened to us that we accepted (REP sent). */
     CM_ACCEPTED,
-    /** Connected mode: requests refused (datagram mode here, or too many connections). */
+    /** Connected mode: requests we refused (bad private data, too many connections, no QP). */
     CM_REJ_SENT,
     /** Connected mode: our requests the peer refused (that neighbour then gets datagrams). */
     CM_REJ_RECEIVED,
-    /** Connected mode: neighbours that did not answer our requests (they get datagrams for a while). */
+    /** Connected mode: neighbours whose CM did not answer our requests (they get datagrams for a while). */
     CM_FALLBACK,
     /** Connected mode: connections torn down after a send completed in error (the next packet reconnects). */
     CM_TX_ERRORS,
@@ -71,6 +71,6 @@ public enum IpoibCounter {
     TX_DROP_TOO_BIG,
     /** TX drop: larger than the UD MTU while the neighbour's connection is being set up. */
     TX_DROP_CM_CONNECTING,
-    /** RX drop: a connection message that is malformed, spoofed, or for no connection we have. */
+    /** Connected mode: a REQ or REP whose private data is not RFC 4755's (shorter, or a receive size below 580). */
     RX_DROP_BAD_CM
 }

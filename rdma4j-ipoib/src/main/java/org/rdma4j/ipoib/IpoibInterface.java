@@ -14,13 +14,19 @@ import org.rdma4j.verbs.Device;
 import org.rdma4j.verbs.Errno;
 import org.rdma4j.verbs.Gid;
 import org.rdma4j.verbs.VerbsException;
+import org.rdma4j.verbs.QpType;
+import org.rdma4j.verbs.cm.CmEventChannel;
+import org.rdma4j.verbs.cm.CmId;
+import org.rdma4j.verbs.cm.IbSocketAddress;
+import org.rdma4j.verbs.cm.PortSpace;
+import org.rdma4j.verbs.cm.RdmaCm;
 
 /**
  * An IPoIB interface: a TUN interface whose IPv4 packets travel as UD messages with the 4-byte IPoIB header
  * (RFC 4391 datagram mode), and ARP with 20-byte hardware addresses over the partition's broadcast group,
  * which the interface's UD QP joins; in connected mode (RFC 4755) unicast packets to neighbours that offer
- * it travel on RC connections with a 65520-byte MTU (see docs/ipoib.md for the connection exchange, which
- * rdma4j carries over UD instead of the IB CM).
+ * it travel on RC connections with a 65520-byte MTU, set up with the InfiniBand CM (REQ, REP, RTU to service ID
+ * {@code 0x1000000000000000 | UD QPN}, as Linux's ipoib_cm.c does).
  *
  * <p>This class is the facade and the lifecycle (Linux {@code ipoib_main.c}'s {@code ipoib_open}/{@code ipoib_stop});
  * the parts follow Linux's {@code drivers/infiniband/ulp/ipoib}:
@@ -32,7 +38,8 @@ import org.rdma4j.verbs.VerbsException;
  *   <li>{@link IpoibReceiver}: thread {@code ipoib-rx-<if>}, fabric to TUN, and the timers ({@code ipoib_ib.c}
  *   {@code ipoib_ib_handle_rx_wc});</li>
  *   <li>{@link ArpNeighbours}: ARP and the neighbour table;</li>
- *   <li>{@link ConnectedMode} with {@link TxConn} and {@link RxConn}: RFC 4755 ({@code ipoib_cm.c}).</li>
+ *   <li>{@link ConnectedMode} with {@link TxConn} and {@link RxConn}: RFC 4755 ({@code ipoib_cm.c}), thread
+ *   {@code ipoib-cm-<if>} for the CM's events.</li>
  * </ul>
  * Both threads share the interface lock ({@link IpoibResources}); nothing is allocated per packet on the data paths.
  */
@@ -114,10 +121,10 @@ public final class IpoibInterface implements AutoCloseable {
     private final IpoibTransmitter transmitter;
     private PacketPort tun;
 
-    private IpoibInterface(IpoibResources res) {
+    private IpoibInterface(IpoibResources res, CmEventChannel events) {
         this.res = res;
         this.ud = new UdSender(res);
-        this.cm = new ConnectedMode(res, ud);
+        this.cm = new ConnectedMode(res, events);
         this.neighbours = new ArpNeighbours(res, ud, cm);
         this.transmitter = new IpoibTransmitter(res, ud, neighbours, cm);
         this.receiver = new IpoibReceiver(res, ud, neighbours, cm, transmitter);
@@ -152,41 +159,87 @@ public final class IpoibInterface implements AutoCloseable {
      */
     public static IpoibInterface start(Device device, Config cfg, PacketPort port, Consumer<String> log)
             throws IOException {
+        return start(device, cfg, null, port, log);
+    }
+
+    /**
+     * As {@link #start(Device, Config, PacketPort, Consumer)}, with the connection manager connected mode uses.
+     *
+     * @param device the verbs device (port 1)
+     * @param cfg    configuration
+     * @param cm     the CM that serves the device ({@link RdmaCm#system()} when null); used in connected mode only
+     * @param port   the IP side, or null to create and configure a TUN interface
+     * @param log    receives one line per learned or expired neighbour and per connection
+     * @return the running interface
+     * @throws IOException     if the TUN interface cannot be created or configured
+     * @throws VerbsException if a verbs or CM call fails
+     */
+    public static IpoibInterface start(Device device, Config cfg, RdmaCm cm, PacketPort port, Consumer<String> log)
+            throws IOException {
         if (cfg.prefixLen() < 1 || cfg.prefixLen() > 30) {
             throw new IllegalArgumentException("prefix length " + cfg.prefixLen() + " (1..30)");
         }
-        Context ctx = device.open();
-        IpoibResources res;
-        try {
-            int portMtu = ctx.queryPort(1).activeMtu().bytes();
-            boolean cm = cfg.mode() == Mode.CONNECTED;
-            int udMtu = cfg.mtu() == 0 || cm ? Math.min(Ipoib.DEFAULT_MTU, portMtu - Ipoib.HEADER_BYTES) : cfg.mtu();
+        boolean connected = cfg.mode() == Mode.CONNECTED;
+        int mtu;
+        int udMtu;
+        Gid gid;
+        try (Context probe = device.open()) {
+            int portMtu = probe.queryPort(1).activeMtu().bytes();
+            udMtu = cfg.mtu() == 0 || connected ? Math.min(Ipoib.DEFAULT_MTU, portMtu - Ipoib.HEADER_BYTES) : cfg.mtu();
             if (udMtu < 576 || udMtu + Ipoib.HEADER_BYTES > portMtu) {
                 throw new VerbsException(Errno.EINVAL, "IPoIB MTU " + udMtu + " does not fit the port's MTU " + portMtu
                         + " less the 4-byte header (and IPv4 needs at least 576)");
             }
-            int mtu = udMtu;
-            if (cm) {
+            mtu = udMtu;
+            if (connected) {
                 // RFC 4755 section 4: the connected-mode MTU may be up to 2^31; Linux caps it at IPOIB_CM_MTU
                 mtu = cfg.mtu() == 0 ? CM_MAX_MTU : cfg.mtu();
                 if (mtu < 576 || mtu > CM_MAX_MTU) {
                     throw new VerbsException(Errno.EINVAL, "connected-mode MTU " + mtu + " (576.." + CM_MAX_MTU + ")");
                 }
-                if (ctx.queryDevice().maxSrq() < 1) {
+                if (probe.queryDevice().maxSrq() < 1) {
                     throw new VerbsException(Errno.EOPNOTSUPP, "connected mode needs a device with shared receive queues");
                 }
             }
-            res = new IpoibResources(ctx, cfg, mtu, udMtu, log, UdSender.SEND_WRS, IpoibReceiver.RX_RING,
-                    IpoibReceiver.RX_RING + (cm ? ConnectedMode.RX_RING : 0));
+            gid = probe.queryGid(1, 0);
+        }
+        // Connected mode: the RC QPs are the CM's (rdma_create_qp on its IDs), so every verbs object they share (PD,
+        // CQs, SRQ) lives on the CM's context of the device, as a librdmacm program allocates on id->verbs
+        CmEventChannel events = null;
+        Context ctx;
+        if (connected) {
+            events = (cm != null ? cm : RdmaCm.system()).createEventChannel();
+            try (CmId id = events.createId(PortSpace.IB, QpType.RC)) {
+                id.bindAddr(new IbSocketAddress(gid, 0));
+                ctx = id.context();
+            } catch (RuntimeException e) {
+                events.close();
+                throw new VerbsException(e instanceof VerbsException v ? v.errno() : Errno.ENODEV, "connected mode needs"
+                        + " the IB CM on device " + device.name() + " (GID " + gid + "): " + e.getMessage());
+            }
+        } else {
+            ctx = device.open();
+        }
+        IpoibResources res;
+        try {
+            res = new IpoibResources(ctx, !connected, cfg, mtu, udMtu, log, UdSender.SEND_WRS, IpoibReceiver.RX_RING,
+                    IpoibReceiver.RX_RING + (connected ? ConnectedMode.RX_RING : 0));
         } catch (RuntimeException e) {
-            ctx.close();
+            if (connected) {
+                events.close();
+            } else {
+                ctx.close();
+            }
             throw e;
         }
         IpoibInterface i;
         try {
-            i = new IpoibInterface(res);
+            i = new IpoibInterface(res, events);
         } catch (RuntimeException e) {
             res.releaseVerbs();
+            if (events != null) {
+                events.close();
+            }
             res.close();
             throw e;
         }
@@ -211,6 +264,7 @@ public final class IpoibInterface implements AutoCloseable {
             disableIpv6(t.name());
             t.configure(res.mtu, res.cfg.address(), res.cfg.prefixLen());
         }
+        cm.listen(tun.name());
         transmitter.start(tun);
         receiver.start(tun);
         neighbours.announce();
@@ -288,11 +342,14 @@ public final class IpoibInterface implements AutoCloseable {
     public void close() {
         transmitter.stop();
         receiver.stop();
+        cm.stop();
         join(transmitter::join);
         join(receiver::join);
+        join(cm::join);
         if (tun != null) {
             tun.close();
         }
+        cm.closeConnections(); // DREQs; the RC QPs go with their CM IDs, before the SRQ and CQs they use
         res.releaseVerbs();
         // the QPs are gone: unmap what the device still held (sends not yet reaped, the receive rings)
         ud.unmapOutstanding();

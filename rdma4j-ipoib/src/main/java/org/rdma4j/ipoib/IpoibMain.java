@@ -31,7 +31,8 @@ public final class IpoibMain {
               --ifname NAME        TUN interface to create (default ib0)
               --addr A.B.C.D/N     the interface's IPv4 address and prefix length (required)
               --mode MODE          datagram (RFC 4391, the default) or connected (RFC 4755: RC connections to
-                                   neighbours that offer them, as /sys/class/net/ib0/mode in Linux)
+                                   neighbours that offer them, set up with the IB CM, as /sys/class/net/ib0/mode
+                                   in Linux)
               --mtu N              interface MTU (default: min(2044, port MTU - 4) in datagram mode, 65520 in
                                    connected mode)
               --pkey HEX           partition key (default ffff)

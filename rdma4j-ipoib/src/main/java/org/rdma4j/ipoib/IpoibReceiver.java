@@ -17,10 +17,9 @@ import org.rdma4j.verbs.WorkCompletion;
 /**
  * Fabric to stack, as Linux's {@code ipoib_ib_handle_rx_wc} and {@code ipoib_poll} ({@code ipoib_ib.c}) and, for
  * connected mode, {@code ipoib_cm_handle_rx_wc}: the thread {@code ipoib-rx-<if>} polls the receive CQ (UD receives
- * and the SRQ's), hands IPv4 packets to the TUN interface, ARP to {@link ArpNeighbours} and connection messages to
- * {@link ConnectedMode}, and reposts each batch of buffers as one chain; when the CQ is empty it arms it and sleeps on
- * the completion channel. It also runs the interface's timers at most every 100 ms of the configured clock (neighbour
- * aging, ARP and connection retries, send reaping), with the interface lock.
+ * and the SRQ's), hands IPv4 packets to the TUN interface and ARP to {@link ArpNeighbours}, and reposts each batch
+ * of buffers as one chain; when the CQ is empty it arms it and sleeps on the completion channel. It also runs the interface's timers at most every 100 ms of the configured clock (neighbour
+ * aging, ARP retries, the connection guard, send reaping), with the interface lock.
  *
  * <p>The UD receive ring: 1024 buffers of the 40-byte GRH area + header + UD MTU, mapped FROM_DEVICE once for the
  * ring's life (Linux keeps its rx ring mapped too), {@code syncForCpu} before a buffer is read and
@@ -220,7 +219,6 @@ final class IpoibReceiver {
         switch (Ipoib.readType(ring, h)) {
             case Ipoib.TYPE_IPV4 -> deliver(ring, p, bytes, payload[slot], false);
             case Ipoib.TYPE_ARP -> neighbours.receive(ring, p, bytes, wc.srcQp(), sgidHi, sgidLo);
-            case CmMessage.TYPE -> cm.receiveCm(ring, p, bytes, wc.srcQp(), sgidHi, sgidLo);
             default -> res.count(IpoibCounter.RX_DROP_UNKNOWN_TYPE);
         }
     }

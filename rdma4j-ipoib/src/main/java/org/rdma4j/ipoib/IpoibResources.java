@@ -28,7 +28,8 @@ import org.rdma4j.verbs.WorkCompletion;
 
 /**
  * The verbs side of an interface, as Linux's {@code ipoib_verbs.c} ({@code ipoib_transport_dev_init},
- * {@code ipoib_mcast_attach}): the PD, one completion channel, the UD QP's send and receive CQs, the UD QP taken
+ * {@code ipoib_mcast_attach}), on the interface's own context of the device or, in connected mode, on the CM's
+ * (the RC QPs are made by CM IDs, which take only objects of their context): the PD, one completion channel, the UD QP's send and receive CQs, the UD QP taken
  * to RTS with the broadcast group's Q_Key and attached to the group, the group's address handle, and the device's
  * DMA API with the PD's local DMA L_Key. It also holds what every part of the interface shares: the
  * configuration and the sizes derived from it, the counters, the log, the native memory arena, and the
@@ -57,6 +58,7 @@ final class IpoibResources {
     final Arena arena = Arena.ofShared();
 
     final Context ctx;
+    private final boolean ownsContext;
     final ProtectionDomain pd;
     final CompletionChannel channel;
     /** The UD QP's send CQ, polled by whoever holds the lock ({@link UdSender#reap}). */
@@ -77,12 +79,15 @@ final class IpoibResources {
     /**
      * Creates the verbs objects; on failure closes what it made (the context stays the caller's).
      *
+     * @param ctx         the device context: the interface's own, or the CM's in connected mode
+     * @param ownsContext whether {@link #close()} closes it (not the CM's: the CM owns that one)
      * @param sendWrs send queue depth of the UD QP (its send CQ holds as many)
      * @param recvWrs receive queue depth of the UD QP
      * @param recvCqe entries of the receive CQ (UD receives, plus the SRQ's in connected mode)
      */
-    IpoibResources(Context ctx, IpoibInterface.Config cfg, int mtu, int udMtu, Consumer<String> log, int sendWrs,
-                   int recvWrs, int recvCqe) {
+    IpoibResources(Context ctx, boolean ownsContext, IpoibInterface.Config cfg, int mtu, int udMtu,
+                   Consumer<String> log, int sendWrs, int recvWrs, int recvCqe) {
+        this.ownsContext = ownsContext;
         this.cfg = cfg;
         this.mtu = mtu;
         this.udMtu = udMtu;
@@ -170,12 +175,17 @@ final class IpoibResources {
         owned.clear();
     }
 
-    /** Closes the device context (it refuses, EBUSY, if anything leaked) and frees the buffers. */
+    /**
+     * Closes the device context when it is ours (it refuses, EBUSY, if anything leaked; the CM's stays open) and
+     * frees the buffers.
+     */
     void close() {
-        try {
-            ctx.close();
-        } catch (VerbsException e) {
-            log.accept("ipoib: close: " + e.getMessage());
+        if (ownsContext) {
+            try {
+                ctx.close();
+            } catch (VerbsException e) {
+                log.accept("ipoib: close: " + e.getMessage());
+            }
         }
         arena.close();
     }

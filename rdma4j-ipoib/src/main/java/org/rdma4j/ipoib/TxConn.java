@@ -1,20 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 package org.rdma4j.ipoib;
 
-import org.rdma4j.verbs.AddressHandle;
 import org.rdma4j.verbs.QueuePair;
+import org.rdma4j.verbs.cm.CmId;
 
 /**
- * A connection we opened to a neighbour (Linux {@code struct ipoib_cm_tx}): one RC QP, receiving from the SRQ as
- * Linux's tx QPs do; only unicast IPv4 goes on it. Interface lock for every field.
+ * A connection we opened to a neighbour (Linux {@code struct ipoib_cm_tx}): a CM ID and its RC QP, which receives
+ * from the SRQ as Linux's tx QPs do; only unicast IPv4 goes on it. Interface lock for every field.
  */
 final class TxConn {
     enum State {
-        /** The REQ is out; packets to the neighbour still go as datagrams (or wait, when too big). */
+        /** The CM is resolving and connecting; packets to the neighbour still go as datagrams (or wait, when too big). */
         CONNECTING,
-        /** The REP came and our QP is at RTS. */
+        /** ESTABLISHED: the REP came, our QP is at RTS and the CM sent the RTU. */
         CONNECTED,
-        /** No QP: torn down after an error, refused, or unanswered; retried at {@link #deadlineNs}. */
+        /** No CM ID: torn down after an error, refused, or unanswered; retried at {@link #deadlineNs}. */
         FAILED
     }
 
@@ -22,19 +22,15 @@ final class TxConn {
     final HardwareAddress peer;
     /** Changes with every QP, so completions of a torn-down QP are told from the new one's. */
     int serial;
-    AddressHandle ah;
+    /** The CM ID, which owns the QP; null when FAILED. */
+    CmId id;
+    /** The RC QP, once ROUTE_RESOLVED made it. */
     QueuePair qp;
-    int localId;
-    int psn;
     State state = State.FAILED;
-    /** REQs sent for the current QP. */
-    int tries;
-    /** When to resend the REQ (CONNECTING) or to try again (FAILED). */
+    /** CONNECTING: when to give up; FAILED: when to try again. */
     long deadlineNs;
     /** The largest IPoIB message (header included) the peer receives on it. */
     int remoteMtu;
-    int remoteQpn;
-    int remoteId;
     /** FAILED for long (no answer, refused): big packets get ICMP "fragmentation needed"; else they wait. */
     boolean fallback;
 

@@ -7,7 +7,9 @@ import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
 import java.nio.ByteOrder;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.EnumSet;
+import java.util.List;
 
 import org.rdma4j.verbs.AccessFlag;
 import org.rdma4j.verbs.AddressHandle;
@@ -29,11 +31,19 @@ import org.rdma4j.verbs.Verbs;
 import org.rdma4j.verbs.WcStatus;
 import org.rdma4j.verbs.WorkCompletion;
 import org.rdma4j.verbs.WrOpcode;
+import org.rdma4j.verbs.cm.CmEvent;
+import org.rdma4j.verbs.cm.CmEventChannel;
+import org.rdma4j.verbs.cm.CmEventType;
+import org.rdma4j.verbs.cm.CmId;
+import org.rdma4j.verbs.cm.ConnParam;
+import org.rdma4j.verbs.cm.IbSocketAddress;
+import org.rdma4j.verbs.cm.PortSpace;
+import org.rdma4j.verbs.cm.RdmaCm;
 
 /**
  * Sends wrong and hostile IPoIB messages to an interface from another host of the fabric, for the namespace
  * test: {@code HostileSender DEV TARGET_IP TARGET_QPN VICTIM_IP VICTIM_QPN [cm]} (with {@code cm}: the
- * connection messages of {@link #sendCm} instead). Prints "hostile sent N" once
+ * connection requests of {@link #connectHostile} instead). Prints "hostile sent N" (or the CM outcomes) once
  * every message has left. What each message must make the receiver count is listed in {@link #EXPECTED}.
  */
 public final class HostileSender {
@@ -54,7 +64,8 @@ public final class HostileSender {
         int victimQpn = Integer.parseInt(args[4], 16);
         try (Context ctx = Verbs.device(args[0]).open()) {
             if (args.length > 5 && args[5].equals("cm")) {
-                System.out.println("hostile sent " + sendCm(ctx, target, targetQpn, victimQpn));
+                System.out.println("hostile sent " + connectHostile(RdmaCm.system(), ctx.queryGid(1, 0), target,
+                        targetQpn));
                 System.out.flush();
                 return;
             }
@@ -126,65 +137,75 @@ public final class HostileSender {
         }
     }
 
-    /** Counter increments the target of {@link #sendCm} must show. */
-    static final String EXPECTED_CM = "rx_drop_bad_cm=9";
+    /** Counter increments the target of {@link #connectHostile} must show. */
+    static final String EXPECTED_CM = "rx_drop_bad_cm=2 cm_rej_sent=2";
+    /** What {@link #connectHostile} sees, attempt by attempt. */
+    static final String EXPECTED_CM_OUTCOMES = "REJECTED(consumer defined) REJECTED(consumer defined)"
+            + " REJECTED(invalid service ID) ESTABLISHED DISCONNECTED";
 
     /**
-     * Sends nine wrong connection messages (connected mode) to an interface's UD QP: each must be dropped and
-     * counted as rx_drop_bad_cm, and none may open a connection.
+     * Connects to an interface's connected-mode service through the CM as a hostile neighbour would: a REQ with no
+     * private data (a receive size of 0), one offering a receive size too small for IPv4 (100), one to the service
+     * of another UD QPN (nobody listens: the target's CM refuses it), then a good one that disconnects at once. The
+     * target must refuse and count the first two (rx_drop_bad_cm, cm_rej_sent), accept the last and close it on
+     * the DREQ.
      *
-     * @param ctx       an open device of the fabric (not the target's)
+     * @param cm        the CM of a device of the fabric (not the target's)
+     * @param own       that device's GID
      * @param target    the target interface's GID
      * @param targetQpn its UD QPN
-     * @param victimQpn a QPN the spoofed request claims as its sender (ours + 1 if it is ours)
-     * @return how many were sent (9)
+     * @return the outcomes, space-separated (see {@link #EXPECTED_CM_OUTCOMES})
      */
-    static int sendCm(Context ctx, Gid target, int targetQpn, int victimQpn) {
-        try (Arena arena = Arena.ofShared()) {
-            Host h = new Host(ctx, arena, target);
-            MemorySegment m = h.mr.segment();
-            int me = h.qp.qpNum();
-            long sid = CmMessage.serviceId(targetQpn);
-            int sent = 0;
-            long off = 0;
-            // 1: ten bytes, no room for a message -> length
-            Ipoib.writeHeader(m, off, CmMessage.TYPE);
-            sent += h.send(off, 4 + 10, targetQpn);
-            // 2: version 2
-            off += 256;
-            Ipoib.writeHeader(m, off, CmMessage.TYPE);
-            CmMessage.write(m, off + 4, CmMessage.OP_REQ, 7, 0, sid, 0x99, 1, me, 65524);
-            m.set(ValueLayout.JAVA_BYTE, off + 4, (byte) 2);
-            sent += h.send(off, 4 + CmMessage.BYTES, targetQpn);
-            // 3: unknown operation 9
-            off += 256;
-            Ipoib.writeHeader(m, off, CmMessage.TYPE);
-            CmMessage.write(m, off + 4, 9, 7, 0, sid, 0x99, 1, me, 65524);
-            sent += h.send(off, 4 + CmMessage.BYTES, targetQpn);
-            // 4: a REQ for another interface's service (UD QPN + 1)
-            off += 256;
-            Ipoib.writeHeader(m, off, CmMessage.TYPE);
-            CmMessage.write(m, off + 4, CmMessage.OP_REQ, 7, 0, CmMessage.serviceId(targetQpn + 1), 0x99, 1, me, 65524);
-            sent += h.send(off, 4 + CmMessage.BYTES, targetQpn);
-            // 5: a REQ whose private data claims another sender's UD QPN (spoofed)
-            off += 256;
-            Ipoib.writeHeader(m, off, CmMessage.TYPE);
-            CmMessage.write(m, off + 4, CmMessage.OP_REQ, 7, 0, sid, 0x99, 1, victimQpn != me ? victimQpn : me + 1, 65524);
-            sent += h.send(off, 4 + CmMessage.BYTES, targetQpn);
-            // 6: a REQ offering a receive MTU too small for IPv4 (100)
-            off += 256;
-            Ipoib.writeHeader(m, off, CmMessage.TYPE);
-            CmMessage.write(m, off + 4, CmMessage.OP_REQ, 7, 0, sid, 0x99, 1, me, 100);
-            sent += h.send(off, 4 + CmMessage.BYTES, targetQpn);
-            // 7, 8, 9: REP, RTU, REJ for connections that do not exist
-            for (int op : new int[] {CmMessage.OP_REP, CmMessage.OP_RTU, CmMessage.OP_REJ}) {
-                off += 256;
-                Ipoib.writeHeader(m, off, CmMessage.TYPE);
-                CmMessage.write(m, off + 4, op, 7, 0x1234_5678, sid, 0x99, 1, me, 65524);
-                sent += h.send(off, 4 + CmMessage.BYTES, targetQpn);
+    static String connectHostile(RdmaCm cm, Gid own, Gid target, int targetQpn) {
+        try (CmEventChannel ch = cm.createEventChannel()) {
+            long sid = ConnectedMode.serviceId(targetQpn);
+            List<String> out = new ArrayList<>();
+            out.add(attempt(ch, own, target, sid, null, false));
+            out.add(attempt(ch, own, target, sid, privateData(0x99, 100), false));
+            out.add(attempt(ch, own, target, ConnectedMode.serviceId(targetQpn + 1), privateData(0x99, 65524), false));
+            out.add(attempt(ch, own, target, sid, privateData(0x99, 65524), true));
+            return String.join(" ", out);
+        }
+    }
+
+    private static byte[] privateData(int qpn, int mtu) {
+        return new byte[] {(byte) (qpn >>> 24), (byte) (qpn >>> 16), (byte) (qpn >>> 8), (byte) qpn,
+            (byte) (mtu >>> 24), (byte) (mtu >>> 16), (byte) (mtu >>> 8), (byte) mtu};
+    }
+
+    private static String attempt(CmEventChannel ch, Gid own, Gid target, long sid, byte[] data, boolean disconnect) {
+        try (CmId id = ch.createId(PortSpace.IB, QpType.RC)) {
+            id.resolveAddr(new IbSocketAddress(own, 0), new IbSocketAddress(target, sid), Duration.ofSeconds(5));
+            expect(ch, CmEventType.ADDR_RESOLVED);
+            id.resolveRoute(Duration.ofSeconds(5));
+            expect(ch, CmEventType.ROUTE_RESOLVED);
+            try (ProtectionDomain pd = id.context().allocPd()) {
+                id.createQp(pd, new QpInitAttributes().type(QpType.RC).cap(new QpCapabilities(1, 1, 1, 1, 0)));
+                id.connect(new ConnParam().privateData(data).retryCount(7).rnrRetryCount(7));
+                String outcome;
+                try (CmEvent e = ch.getEvent(Duration.ofSeconds(20))) {
+                    if (e == null) {
+                        throw new IllegalStateException("no answer to the REQ");
+                    }
+                    outcome = e.type() == CmEventType.REJECTED ? "REJECTED(" + e.rejectReason().description() + ")"
+                            : e.type().name();
+                }
+                if (disconnect && outcome.equals("ESTABLISHED")) {
+                    id.disconnect();
+                    expect(ch, CmEventType.DISCONNECTED);
+                    outcome += " DISCONNECTED";
+                }
+                id.destroyQp();
+                return outcome;
             }
-            h.close();
-            return sent;
+        }
+    }
+
+    private static void expect(CmEventChannel ch, CmEventType type) {
+        try (CmEvent e = ch.getEvent(Duration.ofSeconds(20))) {
+            if (e == null || e.type() != type) {
+                throw new IllegalStateException("expected " + type + ", got " + (e == null ? "nothing" : e));
+            }
         }
     }
 

@@ -16,18 +16,22 @@ import java.util.function.BooleanSupplier;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.rdma4j.cm.CmCounter;
+import org.rdma4j.cm.UserCm;
 import org.rdma4j.common.ManualClock;
 import org.rdma4j.dma.DmaChecker;
 import org.rdma4j.dma.DmaConfig;
 import org.rdma4j.soft.SoftDevice;
 import org.rdma4j.soft.SoftFabric;
 import org.rdma4j.verbs.Context;
+import org.rdma4j.verbs.PortState;
+import org.rdma4j.verbs.cm.RdmaCm;
 
 /**
- * Connected mode (RFC 4755) between interfaces on the in-process fabric, the IP side in memory: the
- * connection exchange carried over UD, 64 KiB packets as single RC messages through the SRQ, fallback to
+ * Connected mode (RFC 4755) between interfaces on the in-process fabric, the IP side in memory: connections
+ * made with the IB CM (each interface's host has its own user-space CM on QP1), 64 KiB packets as single RC messages through the SRQ, fallback to
  * datagrams (with ICMP "fragmentation needed" for what does not fit), reconnection after a restart, and
- * hostile connection messages. Devices run with the DMA checker; subclasses run IOMMU and bounce buffers.
+ * hostile connection requests. Devices run with the DMA checker; subclasses run IOMMU and bounce buffers.
  */
 class IpoibConnectedInProcessTest {
     private static final long S = 1_000_000_000L;
@@ -41,6 +45,9 @@ class IpoibConnectedInProcessTest {
     private final List<String> logB = new CopyOnWriteArrayList<>();
     private IpoibInterface a;
     private IpoibInterface b;
+    /** Each interface's host has its own CM (on the test's clock: its retransmissions wait for advance). */
+    private UserCm cmA;
+    private UserCm cmB;
     private SoftDevice devA;
     private SoftDevice devB;
 
@@ -52,8 +59,11 @@ class IpoibConnectedInProcessTest {
     private void start(IpoibInterface.Mode modeB) throws Exception {
         devA = fabric.addDevice("soft0", dmaConfig().withChecker(true));
         devB = fabric.addDevice("soft1", dmaConfig().withChecker(true));
-        a = IpoibInterface.start(devA, config("10.200.0.1", IpoibInterface.Mode.CONNECTED), portA, logA::add);
-        b = IpoibInterface.start(devB, config("10.200.0.2", modeB), portB, logB::add);
+        cmA = UserCm.builder().device(devA).clock(clock).build();
+        cmB = UserCm.builder().device(devB).clock(clock).build();
+        a = IpoibInterface.start(devA, config("10.200.0.1", IpoibInterface.Mode.CONNECTED), RdmaCm.of(cmA), portA,
+                logA::add);
+        b = IpoibInterface.start(devB, config("10.200.0.2", modeB), RdmaCm.of(cmB), portB, logB::add);
     }
 
     private IpoibInterface.Config config(String ip, IpoibInterface.Mode mode) throws Exception {
@@ -68,6 +78,11 @@ class IpoibConnectedInProcessTest {
         }
         if (b != null) {
             b.close();
+        }
+        for (UserCm c : new UserCm[] {cmA, cmB}) {
+            if (c != null) {
+                c.close();
+            }
         }
         for (SoftDevice d : fabric.devices()) {
             DmaChecker c = d.dma().checker();
@@ -175,9 +190,9 @@ class IpoibConnectedInProcessTest {
     }
 
     @Test
-    void neighbourThatNeverAnswersGetsDatagramsAfterThreeRequests() throws Exception {
+    void neighbourThatNeverAnswersGetsDatagramsAfterTheCmGivesUp() throws Exception {
         start(IpoibInterface.Mode.CONNECTED);
-        SoftDevice mute = fabric.addDevice("soft2");
+        SoftDevice mute = fabric.addDevice("soft2"); // no CM: its QP1 does not exist, REQs go unanswered
         try (Context ctx = mute.open()) {
             HostileSender.announceMuteConnectedNeighbour(ctx, a.hardwareAddress().gid(), a.hardwareAddress().qpn(),
                     0x0AC8_0009, IP_A);
@@ -185,17 +200,17 @@ class IpoibConnectedInProcessTest {
         await(() -> a.counter(IpoibCounter.CM_REQ_SENT) == 1, "A connects at once to the neighbour it learned");
         assertTrue(a.neighbourLines().stream().anyMatch(l -> l.startsWith("10.200.0.9 ") && l.endsWith(" connecting")),
                 a.neighbourLines().toString());
-        for (int k = 2; k <= 3; k++) {
-            clock.advance(S);
-            long want = k;
-            await(() -> a.counter(IpoibCounter.CM_REQ_SENT) == want, "request " + k + " a second later");
-        }
+        await(() -> cmA.counter(CmCounter.MADS_SENT) >= 1, "the REQ left");
         // meanwhile datagram-sized packets go as datagrams, bigger ones wait (no ICMP: the connection may come)
         portA.toInterface.add(ipv4(IP_A, 0x0AC8_0009, 5000, 1));
         await(() -> a.counter(IpoibCounter.TX_DROP_CM_CONNECTING) == 1, "big packet dropped while connecting");
-        clock.advance(S);
-        await(() -> logA.contains("neighbour 10.200.0.9 did not answer connected-mode requests: datagram mode"),
-                "given up after three");
+        // the CM resends the REQ about every second (response timeout 18), twice, then gives up: UNREACHABLE
+        for (int k = 0; k < 20 && cmA.counter(CmCounter.MAD_TIMEOUTS) == 0; k++) {
+            clock.advance(S / 2);
+        }
+        assertEquals(2, cmA.counter(CmCounter.MAD_RETRANSMISSIONS), "two retransmissions of the REQ");
+        await(() -> logA.stream().anyMatch(l -> l.startsWith("neighbour 10.200.0.9 did not answer connected-mode"
+                + " requests (UNREACHABLE)")), "given up");
         assertEquals(1, a.counter(IpoibCounter.CM_FALLBACK));
         assertTrue(a.neighbourLines().stream().anyMatch(l -> l.startsWith("10.200.0.9 ") && l.endsWith(" datagram")),
                 a.neighbourLines().toString());
@@ -206,7 +221,60 @@ class IpoibConnectedInProcessTest {
         byte[] icmp = portA.fromInterface.poll(10, TimeUnit.SECONDS);
         assertNotNull(icmp, "now too big: ICMP fragmentation needed");
         assertEquals(4, icmp[21]);
-        assertEquals(3, a.counter(IpoibCounter.CM_REQ_SENT), "no more requests until the retry time");
+        assertEquals(1, a.counter(IpoibCounter.CM_REQ_SENT), "no new connection until the retry time");
+    }
+
+    @Test
+    void connectionToANeighbourThatDiesFailsAfterFiniteRetriesAndIsMadeAgain() throws Exception {
+        start(IpoibInterface.Mode.CONNECTED);
+        carry(portA, portB, ipv4(IP_A, IP_B, 100, 1));
+        await(() -> a.counter(IpoibCounter.CM_CONNECTED) == 1, "A connected to B");
+        carry(portA, portB, ipv4(IP_A, IP_B, 65520, 2));
+        // (counted by A's send thread just after its post returns, which may be after B delivered the packet)
+        await(() -> a.counter(IpoibCounter.TX_CM_PACKETS) == 1, "A counted its send on the connection");
+        // B's host dies without a word (no DREQ): from now on nothing reaches it, no ACK comes back
+        devB.setPortState(1, PortState.DOWN);
+        portA.toInterface.add(ipv4(IP_A, IP_B, 65520, 3));
+        await(() -> a.counter(IpoibCounter.TX_CM_PACKETS) == 2, "posted on the connection");
+        // retry_cnt 6 (Linux's ipoib_cm sends 0): seven retransmit timeouts of the CM's ack timeout, then
+        // RETRY_EXC_ERR tears the connection down; with 7 (infinite on rxe) it would retry for ever
+        // (each step gives A's completion thread a bounded moment to reap, so that simulated time stops soon
+        // after the failure: 20 s of it, far beyond seven timeouts, cannot pass unnoticed)
+        for (int k = 0; k < 200 && !settles(() -> a.counter(IpoibCounter.CM_TX_ERRORS) > 0); k++) {
+            clock.advance(S / 10);
+        }
+        await(() -> a.counter(IpoibCounter.CM_TX_ERRORS) == 1, "the send to the dead neighbour failed");
+        await(() -> logA.stream().anyMatch(l -> l.startsWith("neighbour 10.200.0.2 connection failed (RETRY_EXC_ERR)")),
+                "A says why (the counter comes just before the line)");
+        // the neighbour comes back: once the error's retry time (1 s) has passed, a packet makes a new connection
+        devB.setPortState(1, PortState.ACTIVE);
+        for (int k = 0; k < 20 && !settles(() -> a.counter(IpoibCounter.CM_CONNECTED) == 2); k++) {
+            clock.advance(S / 2);
+            portA.toInterface.add(ipv4(IP_A, IP_B, 1000, 4 + k));
+        }
+        await(() -> a.counter(IpoibCounter.CM_CONNECTED) == 2, "A connected to B again");
+        // and carries what only a connection can (the loop's datagrams may still be arriving ahead of it)
+        byte[] big = ipv4(IP_A, IP_B, 65520, 50);
+        portA.toInterface.add(big);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        byte[] got;
+        do {
+            got = portB.fromInterface.poll(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+        } while (got != null && got.length != big.length);
+        assertNotNull(got, "a 65520-byte packet on the new connection; A: " + a.countersText());
+        assertArrayEquals(big, got);
+    }
+
+    /** {@return whether cond holds within 50 ms (a bounded look, never a failure)} */
+    private static boolean settles(BooleanSupplier cond) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(50);
+        while (!cond.getAsBoolean()) {
+            if (System.nanoTime() - deadline > 0) {
+                return false;
+            }
+            Thread.sleep(1);
+        }
+        return true;
     }
 
     @Test
@@ -216,9 +284,12 @@ class IpoibConnectedInProcessTest {
         await(() -> a.counter(IpoibCounter.CM_CONNECTED) == 1 && b.counter(IpoibCounter.CM_CONNECTED) == 1, "connected");
         carry(portA, portB, ipv4(IP_A, IP_B, 65520, 2));
         HardwareAddress old = b.hardwareAddress();
-        b.close();
+        b.close(); // DREQs for both of its connections
+        cmB.close();
         portB = new MemoryPort("ibB");
-        b = IpoibInterface.start(devB, config("10.200.0.2", IpoibInterface.Mode.CONNECTED), portB, logB::add);
+        cmB = UserCm.builder().device(devB).clock(clock).build(); // a new process: a new CM
+        b = IpoibInterface.start(devB, config("10.200.0.2", IpoibInterface.Mode.CONNECTED), RdmaCm.of(cmB), portB,
+                logB::add);
         // B's start-up announcement makes A learn its new QPN; the old connection goes, a new one is made
         await(() -> a.neighbourLines().contains("10.200.0.2 reachable lladdr " + b.hardwareAddress() + " connected"),
                 "A connected to the new B (old " + old + ")");
@@ -238,16 +309,17 @@ class IpoibConnectedInProcessTest {
     }
 
     @Test
-    void hostileConnectionMessagesAreDroppedAndCounted() throws Exception {
+    void hostileConnectionRequestsAreRefusedAndCounted() throws Exception {
         start(IpoibInterface.Mode.CONNECTED);
         SoftDevice evil = fabric.addDevice("soft2");
-        try (Context ctx = evil.open()) {
-            assertEquals(9, HostileSender.sendCm(ctx, a.hardwareAddress().gid(), a.hardwareAddress().qpn(),
-                    b.hardwareAddress().qpn()));
+        try (UserCm cmEvil = UserCm.builder().device(evil).clock(clock).build()) {
+            assertEquals(HostileSender.EXPECTED_CM_OUTCOMES, HostileSender.connectHostile(RdmaCm.of(cmEvil),
+                    evil.open().queryGid(1, 0), a.hardwareAddress().gid(), a.hardwareAddress().qpn()));
         }
-        await(() -> a.counter(IpoibCounter.RX_DROP_BAD_CM) == 9, "nine bad messages counted: " + a.countersText());
-        assertEquals(0, a.counter(IpoibCounter.CM_ACCEPTED), "none opened a connection");
-        assertEquals(0, a.counter(IpoibCounter.CM_REJ_SENT));
+        await(() -> a.counter(IpoibCounter.RX_DROP_BAD_CM) == 2, "two bad requests counted: " + a.countersText());
+        assertEquals(2, a.counter(IpoibCounter.CM_REJ_SENT));
+        assertEquals(1, a.counter(IpoibCounter.CM_ACCEPTED), "only the good one was accepted");
+        assertEquals(3, cmA.counter(CmCounter.CM_REJECTS_SENT), "ours two, and the CM's own for the other service");
         // A and B still connect and carry traffic
         carry(portA, portB, ipv4(IP_A, IP_B, 100, 1));
         await(() -> a.counter(IpoibCounter.CM_CONNECTED) == 1, "connected");

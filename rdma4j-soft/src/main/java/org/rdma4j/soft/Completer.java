@@ -24,8 +24,8 @@ final class Completer {
 
     /**
      * Where go-back-N recovery stands (docs/roce.md, "Loss recovery"). rxe keeps one flag for this,
-     * comp.started_retry; {@link #resendFrom} and {@link #staleNaks} are what lets a sequence NAK start
-     * the next resend at once instead of leaving it to the retransmit timer.
+     * comp.started_retry; {@link #resendFrom} is what lets a sequence NAK start the next resend at once
+     * instead of leaving it to the retransmit timer.
      */
     enum Recovery {
         /** No resend under way: a sequence NAK, an implied NAK or the retransmit timer starts one. */
@@ -41,21 +41,42 @@ final class Completer {
     private enum Cause {
         /** The retransmit timer expired with no response since it was armed. */
         TIMEOUT,
-        /** A PSN sequence-error NAK. */
+        /** A PSN sequence-error NAK: the first for its gap, as far as we know. */
         SEQ_NAK,
+        /** The responder's NAK again, for an AckReq packet of the current resend: its start was lost. */
+        REPEATED_NAK,
         /** A response that reveals a lost READ response or atomic acknowledgement (rxe check_psn). */
         IMPLIED_NAK
     }
 
+    /**
+     * What resends have shown about the responder: whether it holds the requests that follow a gap (ours
+     * does, rxe drops them). A resend waits after {@link Requester#RESEND_BUDGET} packets unless the
+     * responder drops: then go-back-N (sending everything again at once) is what works.
+     */
+    enum Responder {
+        /** Not seen yet: resends wait after their budget. */
+        UNKNOWN,
+        /** An answer to a resend acknowledged more than the resend sent. */
+        HOLDS,
+        /** Answers to resends acknowledged only what they sent, twice, although more had been sent before. */
+        DROPS
+    }
+
     Recovery recovery = Recovery.IDLE;
+    Responder peer = Responder.UNKNOWN;
+    private int dropsSeen;
     /** PSN the current resend started at (comp.psn when it began); meaningful while RESENDING. */
     int resendFrom;
     /**
-     * Sequence NAKs at {@link #resendFrom} still expected as answers to AckReq packets sent before the
-     * current resend began (the responder repeats its NAK for each, {@link Responder}): they say nothing
-     * about the resend, so they are absorbed; one more means the resend's first packet was lost too.
+     * The current resend starts where the responder said it expects the next request: it began with a
+     * sequence NAK. Only then does an answer to it show what the responder holds; after a timeout or an
+     * implied NAK the responder may be further on than comp.psn, and acknowledges a duplicate with the last
+     * PSN it has (rxe duplicate_request), which says nothing about what followed a gap.
      */
-    int staleNaks;
+    private boolean resendFromNak;
+    /** PSN of the last sequence NAK. */
+    private int nakPsn;
 
     /** An atomic's original value on its way to the requester's SGEs. */
     private final MemorySegment orig = Arena.ofAuto().allocate(8, 8);
@@ -68,6 +89,8 @@ final class Completer {
 
     void reset() {
         psn = 0;
+        peer = Responder.UNKNOWN;
+        dropsSeen = 0;
         resetRetryCounters();
     }
 
@@ -76,7 +99,18 @@ final class Completer {
         retryCnt = qp.retryCnt;
         rnrRetry = qp.rnrRetry;
         recovery = Recovery.IDLE;
-        staleNaks = 0;
+    }
+
+    /**
+     * @return the oldest uncompleted WQE if go-back-N rewound it (a SEND or WRITE in RETRY or REWOUND,
+     *         with the PSNs of its earlier pass), else null
+     */
+    private SendWqe rewound() {
+        if (qp.compIdx == qp.sqHead) {
+            return null;
+        }
+        SendWqe w = qp.slot(qp.compIdx);
+        return (w.state == SendWqe.RETRY || w.state == SendWqe.REWOUND) && !w.opcode.isReadOrAtomic() ? w : null;
     }
 
     /** {@return the oldest WQE the requester has started and not completed, or null} */
@@ -101,7 +135,29 @@ final class Completer {
         // anyway makes rxe restart that READ response from the top each time: with 8 MiB reads under
         // a slow link the retries outran the replies and the READ never completed.
         qp.progressSinceArm = true;
+        boolean resending = recovery == Recovery.RESENDING;
+        int from = resendFrom;
         process(p);
+        // What the answer to a budgeted resend shows about the responder; only a resend that began at the
+        // responder's own NAK says anything, and a go-back-N one (peer DROPS) sent more than its budget.
+        if (resending && resendFromNak && peer != Responder.DROPS && recovery == Recovery.IDLE
+                && (p.opcode & 0x1F) == Opcodes.ACKNOWLEDGE && Requester.RESEND_BUDGET > 0) {
+            int budgetEnd = Psn.add(from, Requester.RESEND_BUDGET - 1);
+            if (Psn.compare(p.psn, budgetEnd) > 0) {
+                // The ACK that ended a resend acknowledges more than the resend sent: the responder held
+                // what followed the gap. What was sent before the rewind is held or on its way: go on
+                // after it.
+                peer = Responder.HOLDS;
+                if (Psn.compare(qp.requester.highWater, qp.requester.psn) > 0 && outstanding() != null) {
+                    skipTo(qp.requester.highWater);
+                }
+            } else if (peer == Responder.UNKNOWN && Psn.compare(qp.requester.highWater, Psn.add(budgetEnd, 1)) > 0
+                    && ++dropsSeen >= 2) {
+                // More had been sent past the budget before the rewind, and the responder acknowledged only
+                // the resend: it dropped the rest (rxe). From now on resends are go-back-N.
+                peer = Responder.DROPS;
+            }
+        }
         qp.requester.run();
     }
 
@@ -109,23 +165,36 @@ final class Completer {
         for (;;) {
             SendWqe w = outstanding();
             if (w == null) {
+                SendWqe r = rewound();
+                if (r != null && (p.opcode & 0x1F) == Opcodes.ACKNOWLEDGE
+                        && (p.syndrome & Aeth.TYPE_MASK) == Aeth.TYPE_ACK && Psn.compare(p.psn, psn) >= 0) {
+                    // An ACK for a SEND/WRITE that go-back-N rewound: the responder holds what it acknowledges.
+                    if (Psn.compare(p.psn, r.lastPsn) >= 0) {
+                        complete(r);
+                        continue;
+                    }
+                    psn = Psn.add(p.psn, 1);
+                    progress(); // and the resend skips what is acknowledged
+                }
                 return; // nothing outstanding: a stray or duplicate response
             }
             boolean readOrAtomic = w.opcode.isReadOrAtomic();
             // rxe check_psn
             int diff = Psn.compare(p.psn, w.lastPsn);
             if (diff > 0) {
-                if (w.state == SendWqe.PENDING) {
-                    if (readOrAtomic) {
+                if (readOrAtomic) {
+                    if (w.state == SendWqe.PENDING) {
                         // A response beyond a read/atomic means its own response was lost.
                         retry(Cause.IMPLIED_NAK);
-                        return;
                     }
-                    // A coalesced ACK covers this SEND/WRITE: complete it and look at the next.
-                    complete(w);
-                    continue;
+                    return;
                 }
-                return;
+                // A coalesced ACK covers this SEND/WRITE: complete it and look at the next. rxe completes
+                // only a PENDING WQE here (check_psn); one that a resend is sending again is complete as
+                // well: the responder has all of it (it held what followed a gap), and the resend waits
+                // for this answer before it goes on (Requester.RESEND_BUDGET).
+                complete(w);
+                continue;
             }
             diff = Psn.compare(p.psn, psn);
             if (diff < 0) {
@@ -246,6 +315,7 @@ final class Completer {
                     }
                     psn = p.psn;
                     SoftEvents.rnrNak(qp, p.psn, Aeth.rnrDelayNs(syn), rnrRetry);
+                    resendFromNak = false; // a responder that is not ready holds nothing
                     goBackN();
                     qp.armRnr(Aeth.rnrDelayNs(syn));
                 } else {
@@ -268,6 +338,11 @@ final class Completer {
     private void progress() {
         resetRetryCounters();
         qp.progressSinceArm = true;
+        if (Psn.compare(psn, qp.requester.psn) > 0 && outstanding() != null) {
+            // A resend is behind what the responder has now acknowledged (it held the packets that
+            // followed the gap): go on from there instead of sending them again.
+            goBackN();
+        }
     }
 
     private void complete(SendWqe w) {
@@ -301,11 +376,12 @@ final class Completer {
      * fires, so a second loss inside one resend of a long message waited for the retransmit timer. Here
      * a NAK whose PSN is past the resend's start shows that the resend got that far and was lost again:
      * that is progress (the retry budget is reset, as any progress resets it) and the next resend starts
-     * at once. A NAK at the resend's start is an answer to an AckReq packet sent before the resend
-     * ({@link #staleNaks} of them are expected and absorbed) or, beyond those, means the resend's first
-     * packet was lost too: then the next resend starts at once, and counts as a retry without progress.
+     * at once. A NAK at the resend's start is the responder's answer to an AckReq packet of the resend
+     * itself ({@link Responder} repeats its NAK only for those): the resend's first packet was lost too,
+     * so the next resend starts at once, and counts as a retry without progress.
      */
     private void sequenceNak(int nakPsn, SendWqe w) {
+        this.nakPsn = nakPsn;
         if (Psn.compare(nakPsn, psn) > 0 && !w.opcode.isReadOrAtomic()) {
             qp.count(SoftCounter.RCV_SEQ_ERR);
             psn = nakPsn;
@@ -313,8 +389,8 @@ final class Completer {
         if (recovery == Recovery.RESENDING) {
             if (Psn.compare(psn, resendFrom) > 0) {
                 resetRetryCounters();
-            } else if (staleNaks > 0) {
-                staleNaks--;
+            } else {
+                retry(Cause.REPEATED_NAK);
                 return;
             }
         }
@@ -354,11 +430,7 @@ final class Completer {
             SoftEvents.retransmit(qp, psn, cause.name(), retryCnt);
             recovery = Recovery.RESENDING;
             resendFrom = psn;
-            // After a timeout nothing sent before is still on its way (no response came for a whole
-            // timeout). After a NAK, the AckReq packets sent past the NAK's PSN are: each will be answered
-            // with this NAK again. The packet right after the gap is most likely the one whose arrival
-            // caused the NAK we act on, so it is not counted.
-            staleNaks = cause == Cause.TIMEOUT ? 0 : qp.requester.ackReqsAfter(Psn.add(psn, 1));
+            resendFromNak = (cause == Cause.SEQ_NAK || cause == Cause.REPEATED_NAK) && psn == nakPsn;
             goBackN();
             qp.retransDeadline = 0;
             qp.armRetransmit();
@@ -378,7 +450,9 @@ final class Completer {
             return; // nothing sent, or already rewound and not yet resent
         }
         qp.requester.psn = psn;
-        qp.requester.newPass();
+        if (recovery == Recovery.RESENDING) {
+            resendFrom = psn; // the resend's budget counts from where it starts now (an RNR NAK moves it)
+        }
         for (long i = qp.compIdx; i != qp.sqHead; i++) {
             SendWqe w = qp.slot(i);
             if (w.state == SendWqe.POSTED) {
@@ -400,7 +474,7 @@ final class Completer {
                 }
                 w.state = SendWqe.RETRY;
             } else {
-                w.state = SendWqe.POSTED;
+                w.state = SendWqe.REWOUND;
                 if (w.tookCredit) {
                     w.tookCredit = false;
                     qp.requester.rdAtomicAvail++;
@@ -408,5 +482,54 @@ final class Completer {
             }
         }
         qp.reqIdx = qp.compIdx;
+    }
+
+    /**
+     * Puts the requester back at PSN {@code to}, past comp.psn but not past the highest PSN it ever sent:
+     * the WQEs before {@code to} were sent whole before a rewind and wait for their acknowledgements
+     * again, the one that holds {@code to} goes on from there. For a responder that holds what follows a
+     * gap (docs/roce.md, "Loss recovery"), so that what it holds or what is still on its way is not sent
+     * again.
+     */
+    private void skipTo(int to) {
+        long i = qp.compIdx;
+        for (; i != qp.sqHead; i++) {
+            SendWqe w = qp.slot(i);
+            int st = w.state;
+            if (st != SendWqe.REWOUND && st != SendWqe.RETRY && st != SendWqe.PROCESSING && st != SendWqe.PENDING) {
+                break; // never started: nothing past here was sent
+            }
+            if (st == SendWqe.RETRY && w.opcode == WrOpcode.RDMA_READ) {
+                return; // a partly answered READ asks for its rest first
+            }
+            if (Psn.compare(to, w.lastPsn) > 0) {
+                if (w.opcode.isReadOrAtomic() && !w.tookCredit) {
+                    if (qp.requester.rdAtomicAvail <= 0) {
+                        to = w.firstPsn; // no credit to wait for it with: it goes again from here
+                        w.state = SendWqe.REWOUND;
+                        break;
+                    }
+                    qp.requester.rdAtomicAvail--;
+                    w.tookCredit = true;
+                }
+                w.state = SendWqe.PENDING;
+                continue;
+            }
+            if (w.opcode.isReadOrAtomic()) {
+                // a read or atomic is one request: it goes again whole
+                if (w.tookCredit) {
+                    w.tookCredit = false;
+                    qp.requester.rdAtomicAvail++;
+                }
+                w.state = SendWqe.REWOUND;
+                to = w.firstPsn;
+                break;
+            }
+            w.sent = (long) Psn.compare(to, w.firstPsn) * qp.payloadMax();
+            w.state = SendWqe.PROCESSING;
+            break;
+        }
+        qp.reqIdx = i;
+        qp.requester.psn = to;
     }
 }

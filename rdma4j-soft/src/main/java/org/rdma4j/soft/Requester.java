@@ -20,23 +20,24 @@ import org.rdma4j.verbs.WrOpcode;
  */
 final class Requester {
     private static final int MAX_PKT_PER_ACK = 64; // rxe RXE_MAX_PKT_PER_ACK
-    /** How many AckReq PSNs of the current pass are remembered (more than a default window holds). */
-    private static final int ACK_REQ_HISTORY = 256;
+    /**
+     * How far a resend may run past its start before a response shows whether the responder still needs
+     * what follows (docs/roce.md, "Loss recovery"): {@code -Drdma4j.soft.resendBudget=N}, 0 for no limit
+     * (rxe's go-back-N).
+     */
+    static final int RESEND_BUDGET = Math.clamp(Integer.getInteger("rdma4j.soft.resendBudget", 8), 0, 1 << 22);
 
     private final SoftQp qp;
     private final Packet tx = new Packet();
     private final DmaPiece piece = new DmaPiece();
     /** Next PSN to send (rxe req.psn). */
     int psn;
+    /** The PSN after the highest ever sent: where the requester was before go-back-N rewound it. */
+    int highWater;
     /** Outstanding RDMA READ / atomic credits left (rxe req.rd_atomic). */
     int rdAtomicAvail;
     private int noackPkts;
     private boolean running;
-    /** PSNs of the AckReq packets sent in the current pass (since the last go-back-N), a ring. */
-    private final int[] ackReqPsns = new int[ACK_REQ_HISTORY];
-    /** Where the next AckReq PSN goes in the ring, and how many of its slots are in use. */
-    private int ackReqNext;
-    private int ackReqUsed;
 
     Requester(SoftQp qp) {
         this.qp = qp;
@@ -44,31 +45,9 @@ final class Requester {
 
     void reset() {
         psn = 0;
+        highWater = 0;
         noackPkts = 0;
-        newPass();
         resetDepth();
-    }
-
-    /** Go-back-N rewound the send queue: what follows is a new pass. */
-    void newPass() {
-        ackReqNext = 0;
-        ackReqUsed = 0;
-    }
-
-    /**
-     * {@return how many AckReq packets of the current pass were sent with a PSN after {@code from} (each will be
-     * answered, by a NAK if the responder is still waiting for an earlier PSN)}
-     *
-     * @param from a PSN
-     */
-    int ackReqsAfter(int from) {
-        int n = 0;
-        for (int i = 0; i < ackReqUsed; i++) {
-            if (Psn.compare(ackReqPsns[i], from) > 0) {
-                n++;
-            }
-        }
-        return n;
     }
 
     /** The initiator depth: max_rd_atomic rounded up to a power of two, as rxe_qp_from_attr does. */
@@ -113,7 +92,7 @@ final class Requester {
                 return;
             }
             SendWqe w = qp.slot(qp.reqIdx);
-            if (w.state == SendWqe.POSTED) {
+            if (w.state == SendWqe.POSTED || w.state == SendWqe.REWOUND) {
                 if (s == QpState.SQD) {
                     qp.maybeSqDrained();
                     return; // draining: start nothing new
@@ -249,6 +228,14 @@ final class Requester {
         if (rc && Psn.compare(psn, Psn.add(qp.completer.psn, SoftQp.MAX_UNACKED_PSNS)) > 0) {
             return false; // rxe wait_psn: the window is full
         }
+        boolean budgeted = rc && RESEND_BUDGET > 0 && qp.completer.recovery == Completer.Recovery.RESENDING
+                && qp.completer.peer != Completer.Responder.DROPS;
+        if (budgeted && Psn.compare(psn, Psn.add(qp.completer.resendFrom, RESEND_BUDGET)) >= 0) {
+            // A resend waits after its first packets for a response: a responder that held what followed
+            // the gap (ours) then answers for all of it, and the resend continues from there; one that
+            // dropped it (rxe) acknowledges these packets, and the resend goes on as go-back-N.
+            return false;
+        }
         if (w.state == SendWqe.RETRY) {
             w.state = SendWqe.PROCESSING; // resent: its responses count again
         }
@@ -348,14 +335,18 @@ final class Requester {
             // SEND/WRITE (IBA 9.7.5.1.3 coalescing), so every quiescent point is still acknowledged.
             boolean want = last && (w.signaled || w.opcode.isReadOrAtomic() || qp.reqIdx + 1 == qp.sqHead
                     || w.flags != 0 && (w.flags & SendFlags.FENCE) != 0);
-            p.ackReq = want || ++noackPkts > MAX_PKT_PER_ACK / 2;
+            // A resend's first packet and the last its budget allows ask for the response that lets it go
+            // on: the first fills the gap and is answered with how far the responder now is; if it was
+            // lost, the last is answered with the NAK again; a single lost packet cannot stall the resend.
+            boolean budgetAsk = budgeted && (p.psn == qp.completer.resendFrom
+                    || Psn.compare(psn, Psn.add(qp.completer.resendFrom, RESEND_BUDGET)) >= 0);
+            p.ackReq = want || budgetAsk || ++noackPkts > MAX_PKT_PER_ACK / 2;
             if (p.ackReq) {
                 noackPkts = 0;
-                // Remembered before the transmit, which may deliver a NAK that rewinds the queue.
-                ackReqPsns[ackReqNext] = p.psn;
-                ackReqNext = (ackReqNext + 1) % ACK_REQ_HISTORY;
-                ackReqUsed = Math.min(ackReqUsed + 1, ACK_REQ_HISTORY);
             }
+        }
+        if (Psn.compare(psn, highWater) > 0) {
+            highWater = psn;
         }
         if (last) {
             qp.reqIdx++;

@@ -19,7 +19,8 @@ import org.rdma4j.verbs.spi.GsiAccess;
 /**
  * Executes incoming requests (rxe_resp.c): PSN and opcode-sequence checks, QP and MR access checks,
  * receive WQE consumption with RNR NAKs, data placement, RDMA READ responses, atomics, duplicate
- * detection with read replay and the atomic result cache, and the ACK policy. Error classes follow
+ * detection with read replay and the atomic result cache, the ACK policy, and (unlike rxe) holding
+ * requests that arrive past a gap until it fills (docs/roce.md, "Loss recovery"). Error classes follow
  * IBA 9.9.2 as rxe implements them (see {@link #fail}). Called by the QP's owner only (its executor).
  */
 final class Responder {
@@ -41,8 +42,36 @@ final class Responder {
     private final DmaPiece piece = new DmaPiece();
     private final MemorySegment grh;
 
+    /**
+     * How many PSNs past ePSN out-of-sequence requests are held for (a power of two): more than a whole
+     * requester window (rxe's 128 PSNs) ahead, so nothing a conforming requester sends is beyond it.
+     */
+    static final int HOLD = Math.min(256, Bytes.ceilPow2(SoftQp.MAX_UNACKED_PSNS + 1));
+
     /** Next expected PSN (rxe resp.psn). */
     int psn;
+    /** Out-of-sequence requests held until the gap before them fills, by PSN modulo HOLD; allocated on first use. */
+    private Packet[] held;
+    private int heldCount;
+    private boolean draining;
+    /** The PSN of the previous request that arrived out of sequence. */
+    private int lastOutOfSeq;
+    /**
+     * Since the last NAK, a request arrived out of sequence at or below the one before it: the requester
+     * went back (a resend), and the next AckReq request of it gets the NAK again, once.
+     */
+    private boolean rewindSeen;
+    /**
+     * Whether requests past a gap are held ({@link #outOfSequence}); false answers as rxe does, for
+     * comparisons ({@code -Drdma4j.soft.holdOutOfSequence=false}) and for tests of a requester facing rxe.
+     */
+    static final boolean HOLD_DEFAULT = !"false".equals(System.getProperty("rdma4j.soft.holdOutOfSequence"));
+    boolean holdsOutOfSequence = HOLD_DEFAULT;
+    /** Requests that arrived past the gap before its NAK was sent. */
+    private int gapArrivals;
+    /** How many requests past a gap make the responder NAK it (one that asks for an ACK does at once). */
+    static final int NAK_THRESHOLD = 3;
+    private int drainAckPsn;
     private int ackPsn;
     private int msn;
     private int lastOpcode = -1;
@@ -92,6 +121,7 @@ final class Responder {
     }
 
     void reset() {
+        dropHeld();
         acks.clear();
         psn = 0;
         ackPsn = 0;
@@ -135,11 +165,10 @@ final class Responder {
             qp.count(SoftCounter.DROP_BAD_STATE); // rxe check_type_state / rxe_receiver
             return;
         }
-        syndrome = UNLIMITED;
-        status = WcStatus.SUCCESS;
-        gotoError = false;
-        Err e = Err.NONE;
         if (qp.type == QpType.UD) {
+            syndrome = UNLIMITED;
+            status = WcStatus.SUCCESS;
+            gotoError = false;
             handleUd(p);
             return;
         }
@@ -147,23 +176,7 @@ final class Responder {
         int diff = Psn.compare(p.psn, psn);
         if (qp.type == QpType.RC) {
             if (diff > 0) {
-                // RC class B: NAK with the expected PSN, drop (IBA 9.7.5.1.2). rxe check_psn sends one NAK
-                // per gap (resp.sent_psn_nak, cleared when the expected PSN arrives) and counts
-                // out_of_seq_request then. We answer a later out-of-sequence packet that asks for an
-                // acknowledgement (AckReq) with the same NAK again: if the first NAK was lost, or the
-                // requester's resend lost its first packet too, nothing else would tell the requester
-                // before its retransmit timer. rxe's completer ignores the repeat (same PSN, a retry
-                // already started); ours counts on it (Completer.sequenceNak, docs/roce.md "Loss recovery").
-                if (!sentPsnNak) {
-                    sentPsnNak = true;
-                    qp.count(SoftCounter.OUT_OF_SEQ_REQUEST);
-                    sendAck(Aeth.NAK_PSN_SEQ_ERROR, psn);
-                } else if (p.ackReq) {
-                    qp.count(SoftCounter.SEQ_NAK_REPEATS);
-                    sendAck(Aeth.NAK_PSN_SEQ_ERROR, psn);
-                } else {
-                    qp.count(SoftCounter.DROP_OUT_OF_SEQ);
-                }
+                outOfSequence(p);
                 return;
             }
             if (diff < 0) {
@@ -172,7 +185,28 @@ final class Responder {
                 return;
             }
             sentPsnNak = false;
-        } else if (dropMsg || diff != 0) {
+            gapArrivals = 0;
+            if (heldCount == 0) {
+                request(p);
+                return;
+            }
+            // The gap fills: this request and the held ones after it execute, and one ACK answers them all.
+            draining = true;
+            drainAckPsn = -1;
+            int before = psn;
+            try {
+                request(p);
+            } finally {
+                draining = false;
+            }
+            if (psn != before) {
+                drainHeld();
+            } else if (drainAckPsn >= 0) {
+                ackRequested(drainAckPsn);
+            }
+            return;
+        }
+        if (dropMsg || diff != 0) {
             // UC: after a gap, drop until the next FIRST/ONLY (rxe check_psn).
             if (!p.is(Opcodes.M_START)) {
                 dropMsg = true;
@@ -183,7 +217,165 @@ final class Responder {
             dropMsg = false;
             abandonMessage();
         }
-        e = checkOpSeq(p);
+        request(p);
+    }
+
+    /**
+     * An RC request ahead of the expected PSN (ePSN). rxe check_psn (class B, IBA 9.7.5.1.2): NAK the
+     * first one of a gap with ePSN (resp.sent_psn_nak, cleared when ePSN arrives; counted
+     * out_of_seq_request) and drop it and every later one. We differ in two ways (docs/roce.md, "Loss
+     * recovery"): a later out-of-sequence request of a resend that asks for an acknowledgement (AckReq)
+     * gets the same NAK again, since if the resend lost its first packet too nothing else would tell the
+     * requester before its retransmit timer (rxe's completer ignores the repeat: same PSN, a retry under
+     * way); and the request is held, not dropped, so that when the gap fills it executes in order without
+     * being sent again ({@link #drainHeld}).
+     */
+    private void outOfSequence(Packet p) {
+        if (!holdsOutOfSequence) {
+            // rxe check_psn exactly: NAK the first one of a gap, drop it and all that follow.
+            if (!sentPsnNak) {
+                sentPsnNak = true;
+                qp.count(SoftCounter.OUT_OF_SEQ_REQUEST);
+                sendAck(Aeth.NAK_PSN_SEQ_ERROR, psn);
+            }
+            qp.count(SoftCounter.DROP_OUT_OF_SEQ);
+            return;
+        }
+        hold(p);
+        if (!sentPsnNak) {
+            // The NAK waits until NAK_THRESHOLD requests have arrived past the gap, or one that asks for an
+            // answer: a request that is only late (reordered) then usually fills the gap first, and nothing
+            // is sent again (TCP's duplicate-ACK threshold, RFC 5681, for the same reason). rxe NAKs the
+            // first one.
+            lastOutOfSeq = p.psn;
+            if (++gapArrivals < NAK_THRESHOLD && !p.ackReq) {
+                return;
+            }
+            sentPsnNak = true;
+            rewindSeen = false;
+            qp.count(SoftCounter.OUT_OF_SEQ_REQUEST);
+            sendAck(Aeth.NAK_PSN_SEQ_ERROR, psn);
+            return;
+        }
+        // Repeated only for a packet of a resend, and once for each: the packets the requester sent before
+        // it heard the first NAK come in rising order and say nothing new; a PSN at or below the previous
+        // one shows the requester went back, and a resend's packet that asks for an ACK while ePSN is still
+        // missing means the resend lost its first packet too. The requester counts every repeat as a retry
+        // without progress (Completer.sequenceNak), so a resend whose later AckReq packets each drew one
+        // would use up retry_cnt in one go: seen between two processes at 5 % loss, where a resend that
+        // went on past its budget drew a repeat for every AckReq of the pass and failed RETRY_EXC_ERR.
+        if (Psn.compare(p.psn, lastOutOfSeq) <= 0) {
+            rewindSeen = true;
+        }
+        lastOutOfSeq = p.psn;
+        if (p.ackReq && rewindSeen) {
+            rewindSeen = false;
+            qp.count(SoftCounter.SEQ_NAK_REPEATS);
+            sendAck(Aeth.NAK_PSN_SEQ_ERROR, psn);
+        }
+    }
+
+    /** Keeps a copy of an out-of-sequence request within {@link #HOLD} PSNs of ePSN, else drops it. */
+    private void hold(Packet p) {
+        int d = Psn.compare(p.psn, psn);
+        if (d >= HOLD) {
+            qp.count(SoftCounter.DROP_OUT_OF_SEQ);
+            return;
+        }
+        if (held == null) {
+            held = new Packet[HOLD];
+        }
+        int slot = p.psn & (HOLD - 1);
+        Packet h = held[slot];
+        if (h != null && h.psn == p.psn) {
+            qp.count(SoftCounter.DROP_OUT_OF_SEQ); // held already (a duplicate or a resend)
+            return;
+        }
+        Packet c;
+        try {
+            c = p.deepCopy();
+        } catch (IllegalStateException | IndexOutOfBoundsException e) {
+            qp.count(SoftCounter.DROP_OUT_OF_SEQ); // the sender's memory went away (in process)
+            return;
+        }
+        if (h == null) {
+            heldCount++;
+        }
+        held[slot] = c; // a stale one (behind ePSN by now) is replaced
+        qp.count(SoftCounter.HELD_OUT_OF_SEQ);
+    }
+
+    /**
+     * The request with ePSN arrived and executed: the held requests that now follow in sequence execute
+     * in turn. If some are still held beyond a new gap, that gap is NAKed at once (its packet was lost
+     * or is late), as a first out-of-sequence arrival would be.
+     */
+    private void drainHeld() {
+        // One ACK for the whole drain if any of its requests asked for one, and for the newest request
+        // executed (IBA 9.7.5.1.1: an ACK covers every PSN up to its own): the requester learns at once how
+        // far it may skip ahead.
+        draining = true;
+        try {
+            drainInOrder();
+        } finally {
+            draining = false;
+        }
+        if (qp.state == QpState.ERR) {
+            dropHeld();
+            return;
+        }
+        for (int i = 0; i < HOLD && heldCount > 0; i++) {
+            Packet h = held[i];
+            if (h != null && Psn.compare(h.psn, psn) <= 0) {
+                held[i] = null; // behind ePSN: stale
+                heldCount--;
+            }
+        }
+        gapArrivals = heldCount; // what is still held arrived past the new gap, if there is one
+        if (heldCount >= NAK_THRESHOLD && !sentPsnNak) {
+            // Enough requests are held beyond a new gap: its NAK alone answers (it acknowledges every PSN
+            // before it, as the drain's ACK would), so the requester resends from the gap instead of going
+            // on from an ACK and hearing of the gap only after.
+            sentPsnNak = true;
+            rewindSeen = false; // lastOutOfSeq stays: a resend from the new gap comes in below it
+            qp.count(SoftCounter.OUT_OF_SEQ_REQUEST);
+            sendAck(Aeth.NAK_PSN_SEQ_ERROR, psn);
+        } else if (drainAckPsn >= 0) {
+            ackRequested(Psn.add(psn, -1));
+        }
+    }
+
+    private void drainInOrder() {
+        while (heldCount > 0 && qp.state != QpState.ERR) {
+            int slot = psn & (HOLD - 1);
+            Packet h = held[slot];
+            if (h == null || h.psn != psn) {
+                break;
+            }
+            held[slot] = null;
+            heldCount--;
+            int before = psn;
+            request(h);
+            if (psn == before) {
+                break; // not executed (an RNR NAK, an error): the requester sends it again
+            }
+        }
+    }
+
+    /** Forgets every held request (reset, error, a new ePSN). */
+    void dropHeld() {
+        if (held != null && heldCount > 0) {
+            java.util.Arrays.fill(held, null);
+        }
+        heldCount = 0;
+    }
+
+    /** Checks and executes a request with the expected PSN (UC: one it accepts), or fails it. */
+    private void request(Packet p) {
+        syndrome = UNLIMITED;
+        status = WcStatus.SUCCESS;
+        gotoError = false;
+        Err e = checkOpSeq(p);
         if (e == Err.NONE) {
             e = checkOpValid(p);
         }
@@ -672,8 +864,10 @@ final class Responder {
 
     private void duplicate(Packet p) {
         if (p.is(Opcodes.M_SEND) || p.is(Opcodes.M_WRITE)) {
-            // C9-105: acknowledge again with the last PSN processed.
-            sendAck(UNLIMITED, Psn.add(ackPsn, -1));
+            // C9-105: acknowledge again with the last PSN processed. rxe sends one ACK per duplicate; the
+            // duplicates of one receive batch on a wire (a resend of packets we hold) get one, as requests do
+            // (ackRequested; IBA 9.7.5.1.1 lets a responder coalesce).
+            ackRequested(Psn.add(ackPsn, -1));
             return;
         }
         Resource r = find(p.psn);
@@ -793,6 +987,10 @@ final class Responder {
      * acknowledgements: an ACK acknowledges every PSN up to its own).
      */
     private void ackRequested(int ackedPsn) {
+        if (draining) {
+            drainAckPsn = ackedPsn; // answered once the drain is over
+            return;
+        }
         if (!qp.device.onWire()) {
             // In process the ACK leaves at once, as rxe sends each: it reaches the requester (through its inbox
             // when this thread runs it) before that sends its next packet, so a resend stops where the responder

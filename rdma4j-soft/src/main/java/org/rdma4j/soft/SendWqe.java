@@ -23,6 +23,13 @@ final class SendWqe {
      * ignores posted WQEs), so one loss episode causes one retry.
      */
     static final int RETRY = 4;
+    /**
+     * Behind the first WQE of a go-back-N, sent whole before and not yet sent again (its PSNs stay those
+     * of that pass): the requester starts it anew. An ACK that covers the last PSN of a SEND or WRITE in
+     * this state completes it first, and the requester may skip it as already sent (the responder holds
+     * what followed a gap: docs/roce.md, "Loss recovery").
+     */
+    static final int REWOUND = 5;
 
     long wrId;
     WrOpcode opcode;

@@ -19,7 +19,12 @@ public enum SoftCounter {
      * acknowledgement while the gap was still open (rxe sends none; docs/roce.md, "Loss recovery").
      */
     SEQ_NAK_REPEATS,
-    /** Out-of-sequence requests a responder dropped without an answer. */
+    /**
+     * Out-of-sequence requests a responder held until the gap before them filled, executed then in
+     * order (rxe drops them; docs/roce.md, "Loss recovery").
+     */
+    HELD_OUT_OF_SEQ,
+    /** Out-of-sequence requests a responder dropped: already held, or too far ahead. */
     DROP_OUT_OF_SEQ,
     /** RNR NAKs received. */
     RCV_RNR_ERR,

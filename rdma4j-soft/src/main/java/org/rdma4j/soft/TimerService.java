@@ -98,6 +98,14 @@ final class TimerService implements Agent {
     }
 
     /**
+     * {@return whether the fabric runs on a manual clock} Its timers then move only when a test advances the
+     * clock, so nothing may wait for them that does not wait for time: see {@link SoftQp}'s hand-over to pollers.
+     */
+    boolean manual() {
+        return manual;
+    }
+
+    /**
      * A sender left packets in {@code qp}'s inbox for a poller of its CQs: should that poller stop before it
      * takes them, this service runs the QP within about {@link #HANDED_CHECK_NS} (an agent cycle, or the next
      * advance of a manual clock). Called by the sender (any thread).

@@ -158,6 +158,38 @@ class SoftDmaCheckerTest extends DmaTestBase {
     }
 
     @Test
+    void aSyncOfOneSlotOfAPoolGivesTheCpuThatSlotOnly() {
+        // One FROM_DEVICE mapping holding two receive slots, synced slot by slot (dma_sync_single_range_for_cpu):
+        // the CPU owning slot 0 must not make the device's write into slot 1 a misuse, and slot 0 handed back
+        // without its sync for the device still is one.
+        QpPair p = rc();
+        MemoryRegion lmr = regAll(p.local().pd(), 256);
+        Dma dmaB = ctxB.dma();
+        MemorySegment pool = alloc(512);
+        long a = mapChecked(dmaB, pool, DmaDirection.FROM_DEVICE);
+        postRecv(p.remote().qp(), dmaRecv(1, p.remote(), a, 256, pool.asSlice(0, 256)));
+        postSend(p.local().qp(), sendWr(1, WrOpcode.SEND, lmr, 0, 100));
+        assertEquals(WcStatus.SUCCESS, pollOne(p.remote().recvCq()).status());
+        dmaB.syncForCpu(a, 256, DmaDirection.FROM_DEVICE); // slot 0 is the CPU's
+        postRecv(p.remote().qp(), dmaRecv(2, p.remote(), a + 256, 256, pool.asSlice(256, 256)));
+        postSend(p.local().qp(), sendWr(2, WrOpcode.SEND, lmr, 0, 100));
+        assertEquals(WcStatus.SUCCESS, pollOne(p.remote().recvCq()).status());
+        expectNoReports(1); // the device wrote slot 1, which the CPU never took
+        postRecv(p.remote().qp(), dmaRecv(3, p.remote(), a, 256, pool.asSlice(0, 256))); // slot 0, not synced back
+        postSend(p.local().qp(), sendWr(3, WrOpcode.SEND, lmr, 0, 100));
+        assertEquals(WcStatus.SUCCESS, pollOne(p.remote().recvCq()).status());
+        expectReports(1, Kind.ACCESS_CPU_OWNED);
+        dmaB.syncForCpu(a, 512, DmaDirection.FROM_DEVICE); // the whole pool, then the device gets slot 1 back
+        dmaB.syncForDevice(a + 256, 256, DmaDirection.FROM_DEVICE);
+        postRecv(p.remote().qp(), dmaRecv(4, p.remote(), a + 256, 256, pool.asSlice(256, 256)));
+        postSend(p.local().qp(), sendWr(4, WrOpcode.SEND, lmr, 0, 100));
+        assertEquals(WcStatus.SUCCESS, pollOne(p.remote().recvCq()).status());
+        expectNoReports(1);
+        dmaB.unmap(a, 512, DmaDirection.FROM_DEVICE);
+        pollUntil(p.local().sendCq(), 4);
+    }
+
+    @Test
     void deviceAccessToABufferTheCpuHasNotSyncedBack() {
         QpPair p = rc();
         MemoryRegion lmr = regAll(p.local().pd(), 256);

@@ -142,6 +142,15 @@ class SoftLossyRcPropertiesTest {
         final List<Op> sends = new ArrayList<>();
     }
 
+    /**
+     * Seeds that once failed, kept: -4726346 stalled when an RNR NAK moved a resend (go-back-N to the
+     * RNR NAK's PSN) that its budget still counted from its old start (Requester.RESEND_BUDGET).
+     */
+    @org.junit.jupiter.api.Test
+    void seedsThatOnceFailed() {
+        check(-4726346L);
+    }
+
     @Property(tries = 150)
     void everyOperationHappensExactlyOnceAndInOrder(@ForAll long seed) {
         Statistics.label("retried").collect(check(seed));

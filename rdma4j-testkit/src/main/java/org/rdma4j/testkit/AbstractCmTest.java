@@ -419,6 +419,29 @@ public abstract class AbstractCmTest {
         return s.getBytes(java.nio.charset.StandardCharsets.US_ASCII);
     }
 
+    /**
+     * Whether the ID's device is iWARP (siw, iWARP NICs): the kernel's iw_cm connects over TCP + MPA, not the IB
+     * CM, and the suite checks what that transport defines.
+     *
+     * @param id a CM ID with a device
+     * @return true for iWARP
+     */
+    protected static boolean iwarp(CmId id) {
+        return id.context().device().transportType() == org.rdma4j.verbs.TransportType.IWARP;
+    }
+
+    /**
+     * Checks a QP's state where the device reports it. siw's query_qp leaves {@code qp_state} (and the
+     * addressing and retry attributes) unset, so every siw QP reads as RESET (linux-6.1
+     * drivers/infiniband/sw/siw/siw_verbs.c siw_query_qp fills only cap, path_mtu, rd_atomic depths and access
+     * flags; seen in the VM): there the check is left out, and the data the test moves is the proof.
+     */
+    private static void assertQpState(QpState want, Side side, String why) {
+        if (!iwarp(side.id())) {
+            assertEquals(want, side.qp().state(), why);
+        }
+    }
+
     // ------------------------------------------------------------------ tests
 
     /** Should connect exchange and disconnect with Linux's event sequence. */
@@ -426,21 +449,27 @@ public abstract class AbstractCmTest {
     public void shouldConnectExchangeAndDisconnectWithLinuxsEventSequence() {
         CmId listener = listen(PortSpace.TCP, 8);
         Side c = withQp(resolved(PortSpace.TCP));
-        assertEquals(QpState.INIT, c.qp().state(), "rdma_create_qp moves an RC QP to INIT");
+        boolean iw = iwarp(c.id());
+        assertQpState(QpState.INIT, c, "rdma_create_qp moves an RC QP to INIT");
         postRecv(c, 0, 256);
         c.id().connect(rping().privateData(bytes("hello")));
 
         CmEvent req = await(chB, CmEventType.CONNECT_REQUEST);
         assertSame(listener, req.listenId());
         assertSame(listener, req.id().listener());
-        assertEquals(ConnParam.MAX_CONNECT_PRIVATE_DATA, req.privateDataLength(), "rdma_cm gives 56 bytes, whatever was sent");
+        // IB: the REQ's private data field is fixed-size; iWARP: MPA carries exactly what was sent
+        // (cma.c iw_conn_req_handler copies iw_event->private_data_len)
+        assertEquals(iw ? 5 : ConnParam.MAX_CONNECT_PRIVATE_DATA, req.privateDataLength(),
+                "rdma_cm gives 56 bytes on IB, whatever was sent");
         assertArrayEquals(bytes("hello"), Arrays.copyOf(req.privateData(), 5));
         ConnParam asked = req.connParam();
         assertEquals(1, asked.responderResources());
         assertEquals(1, asked.initiatorDepth());
-        assertEquals(7, asked.retryCount());
-        assertEquals(7, asked.rnrRetryCount());
-        assertEquals(c.qp().qpNum(), asked.qpNum(), "the peer's QP number");
+        if (!iw) { // iWARP's request carries IRD/ORD only: no retry counts, no QPN (iw_conn_req_handler)
+            assertEquals(7, asked.retryCount());
+            assertEquals(7, asked.rnrRetryCount());
+            assertEquals(c.qp().qpNum(), asked.qpNum(), "the peer's QP number");
+        }
         InetSocketAddress peer = (InetSocketAddress) req.id().remoteAddress();
         assertEquals(((InetSocketAddress) c.id().localAddress()).getPort(), peer.getPort(), "the client's source port");
         assertEquals(port, ((InetSocketAddress) req.id().localAddress()).getPort());
@@ -448,14 +477,16 @@ public abstract class AbstractCmTest {
         req.ack();
         postRecv(s, 0, 256);
         s.id().accept(rping().privateData(bytes("welcome")));
-        assertEquals(QpState.RTS, s.qp().state(), "the passive QP is in RTS before its REP goes");
+        assertQpState(QpState.RTS, s, "the passive QP is in RTS before its REP goes");
 
         CmEvent est = await(chA, CmEventType.ESTABLISHED);
-        assertEquals(ConnParam.MAX_ACCEPT_PRIVATE_DATA, est.privateDataLength());
+        assertEquals(iw ? 7 : ConnParam.MAX_ACCEPT_PRIVATE_DATA, est.privateDataLength());
         assertArrayEquals(bytes("welcome"), Arrays.copyOf(est.privateData(), 7));
-        assertEquals(s.qp().qpNum(), est.connParam().qpNum());
+        if (!iw) { // cma_iw_handler's CONNECT_REPLY gives IRD/ORD only
+            assertEquals(s.qp().qpNum(), est.connParam().qpNum());
+        }
         est.ack();
-        assertEquals(QpState.RTS, c.qp().state());
+        assertQpState(QpState.RTS, c, "ESTABLISHED: the active QP is in RTS");
         expect(chB, CmEventType.ESTABLISHED);
 
         // data both ways, and an RDMA READ the server allowed with its depth
@@ -478,10 +509,13 @@ public abstract class AbstractCmTest {
         assertEquals("pong", cm.getString(12288));
 
         c.id().disconnect();
-        assertEquals(QpState.ERR, c.qp().state(), "rdma_disconnect moves the QP to ERR");
+        assertQpState(QpState.ERR, c, "rdma_disconnect moves the QP to ERR");
         expect(chB, CmEventType.DISCONNECTED);
         s.id().disconnect();
         expect(chA, CmEventType.DISCONNECTED);
+        if (iw) {
+            return; // TIMEWAIT_EXIT is the IB CM's time wait (cma_ib_handler); iWARP's close is TCP's
+        }
         if (fabric.manualTimers()) {
             advance(Duration.ofSeconds(2));
         }
@@ -495,6 +529,16 @@ public abstract class AbstractCmTest {
         Side[] p = connectPair();
         QpAttributes a = p[0].qp().query();
         QpAttributes b = p[1].qp().query();
+        if (iwarp(p[0].id())) {
+            // iWARP negotiates only the RDMA READ depths (MPA IRD/ORD); there are no QPNs, PSNs, retry counts
+            // or ACK timeout on the wire, and siw_query_qp reports the depths and access flags only
+            assertEquals(1, a.maxRdAtomic());
+            assertEquals(1, a.maxDestRdAtomic());
+            assertEquals(1, b.maxRdAtomic());
+            assertEquals(1, b.maxDestRdAtomic());
+            assertTrue(b.accessFlagSet().contains(AccessFlag.REMOTE_READ), "REMOTE_READ granted");
+            return;
+        }
         assertEquals(p[1].qp().qpNum(), a.destQpNum());
         assertEquals(p[0].qp().qpNum(), b.destQpNum());
         assertEquals(a.sqPsn(), b.rqPsn(), "A's send PSN is B's expected PSN");
@@ -523,6 +567,15 @@ public abstract class AbstractCmTest {
         req.ack();
         req.id().reject(bytes("go away"));
         CmEvent rej = await(chA, CmEventType.REJECTED);
+        if (iwarp(c.id())) {
+            // an MPA reject: no IB CM reason; siw_cm.c siw_proc_mpareply reports an MPA reply with the reject
+            // bit as IW_CM_EVENT_CONNECT_REPLY -ECONNRESET, which cma_iw_handler makes REJECTED (seen in the VM)
+            assertEquals(-104, rej.status());
+            assertEquals(7, rej.privateDataLength(), "MPA carries exactly the private data sent");
+            assertArrayEquals(bytes("go away"), Arrays.copyOf(rej.privateData(), 7));
+            rej.ack();
+            return;
+        }
         assertEquals(RejectReason.CONSUMER_DEFINED, rej.rejectReason());
         assertEquals(28, rej.status());
         assertEquals(ConnParam.MAX_REJECT_PRIVATE_DATA, rej.privateDataLength());
@@ -535,6 +588,13 @@ public abstract class AbstractCmTest {
     @Test
     public void shouldBeRejectedWithInvalidServiceIdWhenNobodyListens() {
         Side c = withQp(resolved(PortSpace.TCP));
+        if (iwarp(c.id())) {
+            // iWARP's connect is TCP's: siw_connect makes the TCP connection inside rdma_connect
+            // (siw_cm.c kernel_bindconnect), so a port nobody listens on is refused by the call itself
+            VerbsException e = assertThrows(VerbsException.class, () -> c.id().connect(rping()));
+            assertEquals(Errno.ECONNREFUSED, e.errno(), e.getMessage());
+            return;
+        }
         c.id().connect(rping());
         CmEvent rej = await(chA, CmEventType.REJECTED);
         assertEquals(RejectReason.INVALID_SERVICE_ID, rej.rejectReason(), "no IB CM listener for the service ID: REJ 8");
@@ -592,6 +652,13 @@ public abstract class AbstractCmTest {
     public void shouldRefuseASecondAcceptAndKeepTheConnection() {
         listen(PortSpace.TCP, 8);
         Side c = withQp(resolved(PortSpace.TCP));
+        // librdmacm's rdma_accept moves the QP to INIT/RTR before asking the kernel; on IB those moves fail on
+        // an RTS QP and the connection stays. siw ignores them (siw_qp.c siw_qp_nextstate_from_rts), so the
+        // kernel's EINVAL reaches rdma_accept, which then moves the QP to ERR (ucma_modify_qp_err); on Linux
+        // 6.1 that ERR on a live siw connection underflows the CEP's refcount (WARNING siw_cm.c:453
+        // siw_cep_put, "refcount_t: underflow; use-after-free", then a BUG in iw_cm cm_work_handler and a
+        // hang in rdma_destroy_qp; seen in the VM): not something a test may do to the kernel
+        assumeTrue(!iwarp(c.id()), "a second rdma_accept on siw (6.1) corrupts the kernel's iw_cm state");
         postRecv(c, 0, 256);
         c.id().connect(rping());
         CmEvent req = await(chB, CmEventType.CONNECT_REQUEST);
@@ -736,6 +803,23 @@ public abstract class AbstractCmTest {
         Side s = withQp(req.id());
         req.ack();
         s.id().accept(rping());
+        if (iwarp(id)) {
+            // iw_cm_connect takes the QP by its number (iw_get_qp) and the kernel moves it to RTS with the TCP
+            // stream: there is no CONNECT_RESPONSE and nothing for the application to move (cma_iw_handler
+            // reports CONNECT_REPLY as ESTABLISHED); the application's QP carries a SEND to prove it
+            expect(chA, CmEventType.ESTABLISHED);
+            expect(chB, CmEventType.ESTABLISHED);
+            MemoryRegion mr = pd.regMr(arena.allocate(4096, 4096), AccessFlag.of(AccessFlag.LOCAL_WRITE));
+            verbs.push(mr);
+            RecvWorkRequest r = new RecvWorkRequest().wrId(9).singleSge(mr.address(), 64, mr.lkey());
+            assertTrue(qp.postRecv(r), () -> "post recv: " + r.postError());
+            s.mr().segment().setString(0, "own qp");
+            post(s, new SendWorkRequest().wrId(1).opcode(WrOpcode.SEND).singleSge(s.mr().address(), 8, s.mr().lkey()));
+            assertEquals(WcStatus.SUCCESS, poll(s.id().sendCq()).status());
+            assertEquals(WcStatus.SUCCESS, poll(cq).status());
+            assertEquals("own qp", mr.segment().getString(0));
+            return;
+        }
         CmEvent resp = await(chA, CmEventType.CONNECT_RESPONSE);
         assertEquals(s.qp().qpNum(), resp.connParam().qpNum());
         resp.ack();
@@ -793,7 +877,7 @@ public abstract class AbstractCmTest {
             }
         }
         for (Side c : clients) {
-            assertEquals(QpState.RTS, c.qp().state());
+            assertQpState(QpState.RTS, c, "ESTABLISHED: RTS");
         }
     }
 

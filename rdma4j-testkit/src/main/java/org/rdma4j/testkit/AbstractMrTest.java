@@ -117,6 +117,7 @@ public abstract class AbstractMrTest extends ConformanceTestBase {
      *
      * @throws Exception when the device fails the test unexpectedly
      */
+    @NotOnIwarp("siw_query_qp reports no qp_state (siw_verbs.c): the requester state after the local error cannot be read back")
     @Test
     public void shouldFailWithLocQpOpErrWhenSendingFromDeregisteredMr() throws Exception {
         QpPair p = players().rc(QpConfig.rc());
@@ -143,6 +144,7 @@ public abstract class AbstractMrTest extends ConformanceTestBase {
      *
      * @throws Exception when the device fails the test unexpectedly
      */
+    @NotOnIwarp("an RDMA WRITE is not acknowledged: the requester completes it once TCP has it and the responder answers a bad STag with a TERMINATE, not a remote error status (seen in the VM on siw0)")
     @Test
     public void shouldFailWithRemAccessErrWhenWritingToDeregisteredMr() throws Exception {
         QpPair p = players().rc(QpConfig.rc());
@@ -173,6 +175,7 @@ public abstract class AbstractMrTest extends ConformanceTestBase {
     }
 
     /** Should fail with REM_ACCESS_ERR when reading MR without remote read. */
+    @NotOnIwarp("siw 6.1 serves an RDMA READ from an MR without REMOTE_READ: siw_qp_tx.c checks the READ RESPONSE source with siw_check_sgl_tx(qp->pd, wqe, 0), permissions 0 (a kernel bug; seen in the VM: the READ completes SUCCESS)")
     @Test
     public void shouldFailWithRemAccessErrWhenReadingMrWithoutRemoteRead() {
         QpPair p = players().rc(QpConfig.rc());

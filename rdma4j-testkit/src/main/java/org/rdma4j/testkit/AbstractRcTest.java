@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
 
@@ -129,6 +130,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
     }
 
     /** Should carry immediate data when send with immediate. */
+    @NotOnIwarp("RDMAP (RFC 5040) has no immediate data: siw refuses SEND_WITH_IMM and RDMA_WRITE_WITH_IMM at post (EINVAL, seen in the VM)")
     @Test
     public void shouldCarryImmediateDataWhenSendWithImm() {
         Rig r = rig();
@@ -175,6 +177,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
      *
      * @param length the case
      */
+    @NotOnIwarp("RDMA WRITE and SEND are not acknowledged by the responder: the requester completes them once TCP has them, and a responder error comes back as a TERMINATE that moves both QPs to ERR, not as a remote error status (seen in the VM on siw0)")
     @ParameterizedTest
     @ValueSource(ints = {64, 3000})
     public void shouldFailWithRemOpErrAndLocQpOpErrWhenSendExceedsReceiveBuffer(int length) {
@@ -211,6 +214,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
     }
 
     /** Should consume a receive when RDMA WRITE with immediate. */
+    @NotOnIwarp("RDMAP (RFC 5040) has no immediate data: siw refuses SEND_WITH_IMM and RDMA_WRITE_WITH_IMM at post (EINVAL, seen in the VM)")
     @Test
     public void shouldConsumeAReceiveWhenRdmaWriteWithImm() {
         Rig r = rig();
@@ -250,6 +254,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
     // ------------------------------------------------------------------ remote errors
 
     /** Should fail with REM_ACCESS_ERR and flush the rest when rkey is bad. */
+    @NotOnIwarp("RDMA WRITE and SEND are not acknowledged by the responder: the requester completes them once TCP has them, and a responder error comes back as a TERMINATE that moves both QPs to ERR, not as a remote error status (seen in the VM on siw0)")
     @Test
     public void shouldFailWithRemAccessErrAndFlushTheRestWhenRkeyIsBad() {
         Rig r = rig();
@@ -271,6 +276,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
     }
 
     /** Should fail with REM_ACCESS_ERR when remote range exceeds MR. */
+    @NotOnIwarp("RDMA WRITE and SEND are not acknowledged by the responder: the requester completes them once TCP has them, and a responder error comes back as a TERMINATE that moves both QPs to ERR, not as a remote error status (seen in the VM on siw0)")
     @Test
     public void shouldFailWithRemAccessErrWhenRemoteRangeExceedsMr() {
         Rig r = rig();
@@ -281,6 +287,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
     }
 
     /** Should fail with REM_ACCESS_ERR when read range starts before MR. */
+    @NotOnIwarp("a responder error on an RDMA READ comes back as a TERMINATE: siw moves the QP to ERR and flushes the READ (WR_FLUSH_ERR); there is no REM_ACCESS_ERR status (seen in the VM on siw0)")
     @Test
     public void shouldFailWithRemAccessErrWhenReadRangeStartsBeforeMr() {
         Rig r = rig();
@@ -290,6 +297,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
     }
 
     /** Should fail with REM_ACCESS_ERR when MR lacks remote write. */
+    @NotOnIwarp("RDMA WRITE and SEND are not acknowledged by the responder: the requester completes them once TCP has them, and a responder error comes back as a TERMINATE that moves both QPs to ERR, not as a remote error status (seen in the VM on siw0)")
     @Test
     public void shouldFailWithRemAccessErrWhenMrLacksRemoteWrite() {
         Rig r = rig();
@@ -301,6 +309,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
     /** Should fail with REM_ACCESS_ERR when MR lacks remote atomic. */
     @Test
     public void shouldFailWithRemAccessErrWhenMrLacksRemoteAtomic() {
+        assumeAtomics();
         Rig r = rig();
         MemoryRegion noAtomic = reg(r.remote().pd(), alloc(256), AccessFlag.LOCAL_WRITE, AccessFlag.REMOTE_WRITE,
                 AccessFlag.REMOTE_READ);
@@ -314,6 +323,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
      *
      * @param op the operation
      */
+    @NotOnIwarp("RDMA WRITE and SEND are not acknowledged by the responder: the requester completes them once TCP has them, and a responder error comes back as a TERMINATE that moves both QPs to ERR, not as a remote error status (seen in the VM on siw0)")
     @ParameterizedTest
     @EnumSource(value = WrOpcode.class, names = {"RDMA_WRITE", "RDMA_READ", "ATOMIC_FETCH_AND_ADD"})
     public void shouldFailWithRemInvReqErrWhenResponderQpLacksAccessFlag(WrOpcode op) {
@@ -343,6 +353,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
     // ------------------------------------------------------------------ local errors
 
     /** Should fail with LOC_QP_OP_ERR when lkey is bad. */
+    @NotOnIwarp("siw reports a bad local key or range as LOC_QP_OP_ERR at once and flushes nothing behind it (seen in the VM on siw0)")
     @Test
     public void shouldFailWithLocQpOpErrWhenLkeyIsBad() {
         Rig r = rig();
@@ -364,6 +375,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
     }
 
     /** Should fail with LOC_PROT_ERR when local SGE exceeds MR. */
+    @NotOnIwarp("siw reports a bad local key or range as LOC_QP_OP_ERR at once and flushes nothing behind it (seen in the VM on siw0)")
     @Test
     public void shouldFailWithLocProtErrWhenLocalSgeExceedsMr() {
         Rig r = rig();
@@ -386,6 +398,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
     }
 
     /** Should fail with REM_OP_ERR and LOC_QP_OP_ERR when receive buffer lacks local write. */
+    @NotOnIwarp("RDMA WRITE and SEND are not acknowledged by the responder: the requester completes them once TCP has them, and a responder error comes back as a TERMINATE that moves both QPs to ERR, not as a remote error status (seen in the VM on siw0)")
     @Test
     public void shouldFailWithRemOpErrAndLocQpOpErrWhenReceiveBufferLacksLocalWrite() {
         Rig r = rig();
@@ -404,6 +417,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
     /** Should swap and return original when compare matches. */
     @Test
     public void shouldSwapAndReturnOriginalWhenCompareMatches() {
+        assumeAtomics();
         Rig r = rig();
         putLong(r.rmr().segment(), 64, 5L);
         putLong(r.lmr().segment(), 8, -1L);
@@ -419,6 +433,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
     /** Should not swap but return current when compare mismatches. */
     @Test
     public void shouldNotSwapButReturnCurrentWhenCompareMismatches() {
+        assumeAtomics();
         Rig r = rig();
         putLong(r.rmr().segment(), 0, 9L);
         postSend(r.local().qp(), atomicWr(1, WrOpcode.ATOMIC_CMP_AND_SWP, r.lmr(), 0, r.rmr(), 0)
@@ -431,6 +446,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
     /** Should add and return original when fetch-and-add. */
     @Test
     public void shouldAddAndReturnOriginalWhenFetchAndAdd() {
+        assumeAtomics();
         Rig r = rig();
         putLong(r.rmr().segment(), 16, 100L);
         postSend(r.local().qp(), atomicWr(1, WrOpcode.ATOMIC_FETCH_AND_ADD, r.lmr(), 0, r.rmr(), 16).compareAdd(23L));
@@ -447,6 +463,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
     /** Should refuse at post when atomic remote address is misaligned. */
     @Test
     public void shouldRefuseAtPostWhenAtomicRemoteAddressIsMisaligned() {
+        assumeAtomics();
         Rig r = rig();
         // rxe validate_send_wr: remote_addr & 7 => -EINVAL (verbs-dma.md 4.6)
         assertPostSendRefused(r.local().qp(), atomicWr(1, WrOpcode.ATOMIC_FETCH_AND_ADD, r.lmr(), 0, r.rmr(), 4)
@@ -475,6 +492,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
     @ParameterizedTest
     @ValueSource(ints = {12, 16})
     public void shouldReturnOriginalValueInFirstEightBytesWhenAtomicSgeIsLonger(int length) {
+        assumeAtomics();
         Rig r = rig();
         putLong(r.rmr().segment(), 0, 100);
         r.lmr().segment().asSlice(0, 16).fill((byte) 0xAB);
@@ -561,6 +579,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
     }
 
     /** Should complete unsignaled WR when it fails. */
+    @NotOnIwarp("RDMA WRITE and SEND are not acknowledged by the responder: the requester completes them once TCP has them, and a responder error comes back as a TERMINATE that moves both QPs to ERR, not as a remote error status (seen in the VM on siw0)")
     @Test
     public void shouldCompleteUnsignaledWrWhenItFails() {
         Rig r = rig();
@@ -590,6 +609,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
      *
      * @param rnrRetry the case
      */
+    @NotOnIwarp("no RNR NAK, RNR timer or transport retry over TCP: a SEND without a posted receive or to a gone peer completes once TCP has it (seen in the VM on siw0)")
     @ParameterizedTest(name = "rnr_retry={0}")
     @ValueSource(ints = {0, 1, 2, 3, 4, 5, 6})
     public void shouldFailWithRnrRetryExcErrWhenNoReceiveIsPostedAndRetriesRunOut(int rnrRetry) {
@@ -609,6 +629,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
     }
 
     /** Should retry forever when rnr_retry is seven and succeed once a receive is posted. */
+    @NotOnIwarp("no RNR NAK, RNR timer or transport retry over TCP: a SEND without a posted receive or to a gone peer completes once TCP has it (seen in the VM on siw0)")
     @Test
     public void shouldRetryForeverWhenRnrRetryIsSevenAndSucceedOnceAReceiveIsPosted() {
         Rig r = rig(QpConfig.rc().rnrRetry(7).minRnrTimer(12));
@@ -628,6 +649,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
     }
 
     /** Should use low five bits of min RNR timer above thirty one. */
+    @NotOnIwarp("no RNR NAK, RNR timer or transport retry over TCP: a SEND without a posted receive or to a gone peer completes once TCP has it (seen in the VM on siw0)")
     @Test
     public void shouldUseLowFiveBitsOfMinRnrTimerAboveThirtyOne() {
         // rxe accepts min_rnr_timer 32 (rxe_qp_chk_attr does not check it) and puts its low five bits in the
@@ -643,6 +665,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
     }
 
     /** Should refuse reads and atomics when max dest rd atomic was above 128. */
+    @NotOnIwarp("the RDMA READ depths are negotiated by the iw_cm (MPA IRD/ORD), not set with modify_qp")
     @Test
     public void shouldRefuseReadsAndAtomicsWhenMaxDestRdAtomicWasAbove128() {
         // rxe accepts max_dest_rd_atomic 129..255 (rxe_qp_chk_attr does not check it), rounds it up to 256 and
@@ -663,6 +686,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
     // ------------------------------------------------------------------ transport retries
 
     /** Should retry forever when retry cnt is above seven. */
+    @NotOnIwarp("no RNR NAK, RNR timer or transport retry over TCP: a SEND without a posted receive or to a gone peer completes once TCP has it (seen in the VM on siw0)")
     @Test
     public void shouldRetryForeverWhenRetryCntIsAboveSeven() {
         // rxe accepts retry_cnt 8 and counts down only while it is not 7 (rxe_comp.c): 8 becomes 7 after the
@@ -680,6 +704,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
      *
      * @param retryCnt the case
      */
+    @NotOnIwarp("no RNR NAK, RNR timer or transport retry over TCP: a SEND without a posted receive or to a gone peer completes once TCP has it (seen in the VM on siw0)")
     @ParameterizedTest(name = "retry_cnt={0}")
     @ValueSource(ints = {0, 1, 3, 6})
     public void shouldFailWithRetryExcErrWhenPeerQpIsInReset(int retryCnt) {
@@ -693,6 +718,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
      *
      * @throws Exception when the device fails the test unexpectedly
      */
+    @NotOnIwarp("no RNR NAK, RNR timer or transport retry over TCP: a SEND without a posted receive or to a gone peer completes once TCP has it (seen in the VM on siw0)")
     @Test
     public void shouldFailWithRetryExcErrWhenPeerQpIsDestroyed() throws Exception {
         Rig r = rig(QpConfig.rc().retryCnt(2).timeout(10));
@@ -769,6 +795,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
     /** Should complete in post order when opcodes are mixed. */
     @Test
     public void shouldCompleteInPostOrderWhenOpcodesAreMixed() {
+        assumeAtomics();
         Rig r = rig();
         for (int i = 0; i < 3; i++) {
             postRecv(r.remote().qp(), 50 + i, r.rmr(), 3072 + 64L * i, 64);
@@ -798,6 +825,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
     // ------------------------------------------------------------------ CQ overrun
 
     /** Should raise CQ_ERR when send CQ overruns. */
+    @NotOnIwarp("siw_query_qp reports no qp_state (siw_verbs.c), so the QP state this test checks cannot be read back")
     @Test
     public void shouldRaiseCqErrWhenSendCqOverruns() {
         Rig r = rig(QpConfig.rc().sendCqSize(4));
@@ -817,6 +845,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
     }
 
     /** Should not acknowledge send whose receive completion is lost to full CQ. */
+    @NotOnIwarp("no RNR NAK, RNR timer or transport retry over TCP: a SEND without a posted receive or to a gone peer completes once TCP has it (seen in the VM on siw0)")
     @Test
     public void shouldNotAcknowledgeSendWhoseReceiveCompletionIsLostToFullCq() {
         Rig r = rig(QpConfig.rc().recvCqSize(2).retryCnt(2).timeout(10));
@@ -837,7 +866,11 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
         // and the flushed receives that did not fit raise CQ_ERR; no QP event (seen in the VM with kernel
         // 6.1: interop/rxe-probes, case cqovf).
         long step = IbTimers.ackTimeoutNs(10) * 3 / 2;
-        List<WorkCompletion> sends = advanceUntil(r.local().sendCq(), n, step, 4 * (2 + 2) + 10).completions();
+        // The SENDs that fit are acknowledged without any timer: wait for them in real time first, so that a peer
+        // slow to answer (a freshly started JVM, a loaded machine) is not taken for a lost ACK by a manual clock
+        // running ahead of it (their retry budget is 2 steps); only then drive the clock for the lost one.
+        List<WorkCompletion> sends = new ArrayList<>(pollUntil(r.local().sendCq(), capacity));
+        sends.addAll(advanceUntil(r.local().sendCq(), n - capacity, step, 4 * (2 + 2) + 10).completions());
         for (int i = 0; i < capacity; i++) {
             assertWc(sends.get(i), WcStatus.SUCCESS, i);
         }
@@ -884,6 +917,7 @@ public abstract class AbstractRcTest extends ConformanceTestBase {
     }
 
     /** Should fire solicited-only arm only for solicited sends. */
+    @NotOnIwarp("siw 6.1 never fires a solicited-only arm for a received SEND_SE: siw_rqe_complete passes SIW_WQE_SIGNALLED, not the RQE's SIW_WQE_SOLICITED, to siw_cq_notify_now (siw_qp.c; a kernel bug, seen in the VM)")
     @Test
     public void shouldFireSolicitedOnlyArmOnlyForSolicitedSends() {
         Rig r = channelRig();

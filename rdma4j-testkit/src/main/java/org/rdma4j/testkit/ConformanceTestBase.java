@@ -108,7 +108,7 @@ public abstract class ConformanceTestBase {
     }
 
     @BeforeEach
-    final void setUpConformanceFixture() {
+    final void setUpConformanceFixture(org.junit.jupiter.api.TestInfo test) {
         clock = new ManualClock();
         fabric = createFabric(clock);
         assertTrue(fabric.deviceCount() >= 2, "a conformance fabric needs at least 2 devices, has "
@@ -117,6 +117,17 @@ public abstract class ConformanceTestBase {
         ctxA = fabric.device(0).open();
         ctxB = fabric.device(1).open();
         players = new Players(this);
+        NotOnIwarp rule = test.getTestMethod().map(m -> m.getAnnotation(NotOnIwarp.class)).orElse(null);
+        if (rule != null) {
+            org.junit.jupiter.api.Assumptions.assumeFalse(iwarp(), () -> "iWARP: " + rule.value());
+        }
+    }
+
+    /** Skips the test on a device without atomics ({@code atomic_cap} ATOMIC_NONE: siw). */
+    protected void assumeAtomics() {
+        String cap = ctxA.queryDevice().atomicCap();
+        org.junit.jupiter.api.Assumptions.assumeFalse("ATOMIC_NONE".equals(cap),
+                () -> fabric.device(0).name() + " has no atomics (atomic_cap " + cap + ")");
     }
 
     @AfterEach

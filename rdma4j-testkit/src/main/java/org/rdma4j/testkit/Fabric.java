@@ -63,6 +63,28 @@ public interface Fabric extends AutoCloseable {
     ManualClock clock();
 
     /**
+     * The connection manager through which this fabric's RC QPs must be connected, or null (the default)
+     * when the players move both QPs through INIT, RTR and RTS themselves. iWARP devices (siw) have no
+     * user-driven connection: the kernel's iw_cm moves the QPs to RTS with the TCP stream it sets up
+     * (siw_qp.c siw_qp_nextstate_from_idle refuses RTS without the CM's socket), so the players connect
+     * them with rdma_connect/rdma_accept at {@link #cmAddress()}.
+     *
+     * @return the CM, or null
+     */
+    default org.rdma4j.verbs.cm.RdmaCm cm() {
+        return null;
+    }
+
+    /**
+     * The IP address both sides of a loopback iWARP fabric use with {@link #cm()}.
+     *
+     * @return the address, or null
+     */
+    default java.net.InetAddress cmAddress() {
+        return null;
+    }
+
+    /**
      * Changes the logical state of a port, as pulling a cable or {@code ip link set down} would.
      * Optional: fabrics that cannot do this throw {@link UnsupportedOperationException}.
      *

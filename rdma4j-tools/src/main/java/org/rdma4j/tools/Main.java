@@ -88,8 +88,20 @@ public final class Main {
                 return StatisticCommand.main(rest, out, err);
             case "rping":
                 return Rping.main(rest, out, err, StopSignal.PROCESS);
+            case "ucmatose":
+                return Ucmatose.main(rest, out, err, StopSignal.PROCESS);
+            case "udaddy":
+                return Udaddy.main(rest, out, err, StopSignal.PROCESS);
+            case "rdma_server":
+                return RdmaServerClient.server(rest, out, err, StopSignal.PROCESS);
+            case "rdma_client":
+                return RdmaServerClient.client(rest, out, err, StopSignal.PROCESS);
+            case "cmtime":
+                return Cmtime.main(rest, out, err, StopSignal.PROCESS);
             case "ipoib":
                 return IpoibCommand.main(rest, out, err, StopSignal.PROCESS);
+            case "impair":
+                return ImpairCommand.main(rest, out, err, StopSignal.PROCESS);
             case "help":
             case "-h":
             case "--help":
@@ -129,11 +141,22 @@ public final class Main {
         s.println("                                 here (rc_pingpong --help lists the flags)");
         s.println("  rping -s|-c [-vVd] [-S size] [-C count] [-a addr] [-I addr] [-p port] [-P] [-q]");
         s.println("                                 rdma-core's rping: connects with rdma_cm (the IB CM on the wire)");
+        s.println("  ucmatose [-s server] [-b bind] [-c conns] [-C count] [-S size] [-p port] [-P tcp|ib] [-m] [-t tos] [-a t]");
+        s.println("                                 rdma-core's ucmatose: several RC connections through rdma_cm");
+        s.println("  udaddy [-s server] [-b bind] [-c conns] [-C count] [-S size] [-t tos] [-P udp]");
+        s.println("                                 rdma-core's udaddy: UD peers resolved through rdma_cm (SIDR)");
+        s.println("  rdma_server|rdma_client [-s addr] [-p port]");
+        s.println("                                 rdma-core's synchronous librdmacm examples (16 bytes each way)");
+        s.println("  cmtime [-s server] [-b bind] [-c conns] [-p port] [-r retries] [-t timeout_ms]");
+        s.println("                                 rdma-core's cmtime: times each step of setting up -c connections");
         s.println("  link [add|delete|show]         configure RoCEv2 devices bound to IP addresses (like rdma link)");
         s.println("  statistic [show] [link DEV[/P]] port counters of running rdma4j processes (like rdma statistic)");
         s.println("  ipoib -d dev --ifname ib0 --addr 10.200.0.1/24");
         s.println("                                 IP over InfiniBand (RFC 4391 datagram mode) on a TUN interface, until");
         s.println("                                 Ctrl-C (root; ipoib --help lists the options)");
+        s.println("  impair [--queue N] [--seed S] [netem parameters]");
+        s.println("                                 impair the packets an iptables NFQUEUE rule queues, as netem would");
+        s.println("                                 (a test tool for kernels without netem; root; impair --help)");
         s.println("  test [mvn args]                run the whole test suite (mvn test; handled by the launcher script)");
         s.println("  build                          rebuild (mvn -DskipTests package; handled by the launcher script)");
         s.println("  java-home                      print the JDK 25 the launcher uses");

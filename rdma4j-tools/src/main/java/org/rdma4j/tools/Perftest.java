@@ -208,7 +208,8 @@ public final class Perftest {
         Role client = new Role(true, clientDev, out, true);
         client.peer = server;
         server.peer = client;
-        client.host = "127.0.0.1";
+        // -R: the client connects rdma_cm to the address the server's device listens on
+        client.host = o.rdmaCm ? server.cmBind.getAddress().getHostAddress() : "127.0.0.1";
         client.port = p;
         int rc = client.runGuarded(null);
         if (rc != 0 && !client.connected) {
@@ -264,6 +265,12 @@ public final class Perftest {
         int cqMod;
         long bufSize;
         PerftestWire.Channel ch;
+        /** -R: the exchange's rdma_cm connection, the test QPs' connections, and their device's context. */
+        PerftestCm.Control control;
+        PerftestCm.TestQps cmQps;
+        Context rctx;
+        /** -R, server side: the address the control and the test QPs listen on (the port once bound). */
+        java.net.InetSocketAddress cmBind;
         PerftestFormat.TestInfo info;
         final List<PerftestFormat.Report> reports = new ArrayList<>();
         final List<LatStats> lats = new ArrayList<>();
@@ -332,15 +339,19 @@ public final class Perftest {
                     }
                 }
             }
+            if (cmQps != null) {
+                cmQps.close(); // the client disconnects and waits for DISCONNECTED; the IDs destroy their QPs
+            } else {
+                for (AutoCloseable c : qps == null ? new AutoCloseable[0] : qps) {
+                    quiet(c);
+                }
+            }
             if (ch != null) {
                 try {
                     ch.close();
                 } catch (IOException e) {
                     // the connection is going away either way
                 }
-            }
-            for (AutoCloseable c : qps == null ? new AutoCloseable[0] : qps) {
-                quiet(c);
             }
             for (AutoCloseable c : mrs == null ? new AutoCloseable[0] : mrs) {
                 quiet(c);
@@ -418,7 +429,16 @@ public final class Perftest {
                 text.print(PerftestFormat.waitingBanner());
                 text.flush();
             }
-            if (client) {
+            if (o.rdmaCm) {
+                connectControl(dev);
+                if (control.context().device() != ctx.device()) {
+                    // the CM's route picked another device than -d (or the first): query the one that runs the test
+                    quiet(ctx);
+                    ctx = control.context().device().open();
+                    pa = ctx.queryPort(o.ibPort);
+                    mtu = pa.activeMtu();
+                }
+            } else if (client) {
                 ch = PerftestWire.Channel.connect(host, port, timeoutMs);
             } else {
                 ch = PerftestWire.Channel.accept(port, acceptTimeoutMs, p -> {
@@ -435,7 +455,11 @@ public final class Perftest {
             mtu = Mtu.ofValue(ch.exchangeMtu(mtu.value()));
 
             try {
-                createResources(pa);
+                if (o.rdmaCm) {
+                    connectTestQps(pa);
+                } else {
+                    createResources(pa);
+                }
             } catch (OutOfMemoryError e) {
                 throw new RunException("Couldn't allocate " + o.numQps + " x " + 2 * bufSize / 1024
                         + " KiB of buffers (" + e.getMessage() + "); use fewer QPs (-q) or smaller sizes");
@@ -445,7 +469,7 @@ public final class Perftest {
                     o.postList, dev.name(), o.numQps, "IB", o.connection, client, txDepth,
                     o.verb == Verb.SEND && !client && !o.lat ? rxDepth : -1, cqMod, mtu.bytes(),
                     ethernet ? "Ethernet" : "IB", gidIndex, inline,
-                    o.verb == Verb.READ || o.verb == Verb.ATOMIC ? outReads : -1);
+                    o.verb == Verb.READ || o.verb == Verb.ATOMIC ? outReads : -1, o.rdmaCm);
             if (printing()) {
                 text.print(PerftestFormat.testInfo(info));
             }
@@ -527,18 +551,140 @@ public final class Perftest {
             throw new RunException(sb.toString());
         }
 
-        private void createResources(PortAttributes pa) {
+        /**
+         * -R: the exchange's rdma_cm connection (rdma_client_connect / rdma_server_connect) on the test's port.
+         * The client connects from {@code --source_ip}, else from the address of {@code -d}'s device when one
+         * was named (under --loopback: always), else from where the host's routing points; the server listens on
+         * {@code --source_ip}, on its device's address under --loopback, else on 0.0.0.0 (as perftest).
+         */
+        private void connectControl(Device dev) throws IOException {
+            org.rdma4j.verbs.cm.RdmaCm cm = org.rdma4j.verbs.cm.RdmaCm.system();
+            if (client) {
+                java.net.InetAddress dst;
+                try {
+                    dst = java.net.InetAddress.getByName(host);
+                } catch (java.net.UnknownHostException e) {
+                    throw new RunException("Problem in resolving basic address and port: " + host + " (" + e.getMessage()
+                            + ")");
+                }
+                java.net.InetAddress src = sourceAddress(cm, dev, dst);
+                control = PerftestCm.Control.connect(cm, src, new java.net.InetSocketAddress(dst, port), o.retryCount,
+                        stop);
+                cmBind = new java.net.InetSocketAddress(dst, port);
+                cmSource = src;
+            } else {
+                // perftest binds 0.0.0.0 (AF_INET only: rdma_cm makes an IPv4 wildcard afonly); "::" takes IPv4
+                // and IPv6 clients alike (afonly 0, as net.ipv6.bindv6only's default), so IPv6 GIDs work too
+                java.net.InetAddress bind = o.sourceIp != null ? resolve(o.sourceIp)
+                        : o.loopback ? PerftestCm.addressOf(cm, dev.name(), null)
+                        : java.net.InetAddress.ofLiteral("::");
+                if (bind == null) {
+                    throw new RunException(dev.name() + " has no address for rdma_cm (" + cm.addresses() + ")");
+                }
+                control = PerftestCm.Control.accept(cm, new java.net.InetSocketAddress(bind, port), p -> {
+                    cmBind = new java.net.InetSocketAddress(bind, p);
+                    if (boundPort != null) {
+                        boundPort.complete(p);
+                    }
+                }, acceptTimeoutMs, stop);
+            }
+            control.timeoutMs(timeoutMs);
+            ch = new PerftestWire.Channel(control, client);
+        }
+
+        /** -R, client: the source of the connections. */
+        java.net.InetAddress cmSource;
+
+        private java.net.InetAddress sourceAddress(org.rdma4j.verbs.cm.RdmaCm cm, Device dev, java.net.InetAddress dst) {
+            if (o.sourceIp != null) {
+                return resolve(o.sourceIp);
+            }
+            if (devName != null || o.loopback) {
+                java.net.InetAddress a = PerftestCm.addressOf(cm, dev.name(), dst);
+                if (a == null) {
+                    throw new RunException(dev.name() + " has no address for rdma_cm; local RDMA addresses: "
+                            + cm.addresses());
+                }
+                return a;
+            }
+            return null;
+        }
+
+        private java.net.InetAddress resolve(String h) {
+            try {
+                return java.net.InetAddress.getByName(h);
+            } catch (java.net.UnknownHostException e) {
+                throw new RunException("Problem in resolving basic address and port: " + h + " (" + e.getMessage() + ")");
+            }
+        }
+
+        /**
+         * -R: create_rdma_cm_connection. A hand-shake, the test QPs connected by rdma_cm on the same port (the
+         * server listens again; the client retries while it does not yet), a hand-shake; the PD, CQs and buffers
+         * are made on the device of the first connection, and each QP by its CM ID.
+         */
+        private void connectTestQps(PortAttributes pa) throws IOException {
+            PerftestFormat.Dest zero = new PerftestFormat.Dest(0, 0, 0, 0, 0, new byte[16], 0);
+            ch.handShake(zero, withGid);
             int n = o.numQps;
+            int depth = o.verb == Verb.READ || o.verb == Verb.ATOMIC ? outReads : 0;
+            QpType type = QpType.valueOf(o.connection);
+            PerftestCm.QpFactory f = new PerftestCm.QpFactory() {
+                @Override
+                public void resources(Context c) {
+                    rctx = c;
+                    allocate(n);
+                }
+
+                @Override
+                public QpInitAttributes qpAttributes(int i) {
+                    return new QpInitAttributes().type(type).sendCq(sendCq).recvCq(recvCq)
+                            .cap(new QpCapabilities(Math.max(txDepth, 1), o.verb == Verb.SEND ? rxDepth : 1, 1, 1, inline));
+                }
+
+                @Override
+                public ProtectionDomain pd() {
+                    return pd;
+                }
+            };
+            org.rdma4j.verbs.cm.RdmaCm cm = org.rdma4j.verbs.cm.RdmaCm.system();
+            if (client) {
+                cmQps = PerftestCm.TestQps.connect(cm, cmSource, cmBind, n, depth, o.retryCount, f, stop);
+            } else {
+                cmQps = PerftestCm.TestQps.accept(cm, cmBind, n, depth, o.retryCount, f, stop, control);
+            }
+            qps = cmQps.qps();
+            if (!client && o.connection.equals("RC")) {
+                for (QueuePair q : qps) {
+                    try {
+                        q.modify(new QpAttributes().minRnrTimer(12)); // perftest: MIN_RNR_TIMER after rdma_accept
+                    } catch (VerbsException e) {
+                        // perftest ignores ibv_modify_qp's result here
+                    }
+                }
+            }
+            org.rdma4j.verbs.cm.CmRoute route = cmQps.first().route();
+            gidIndex = route != null ? route.sgidIndex() : Math.max(gidIndex, 0);
+            withGid = true;
+            byte[] gid = rctx.queryGid(cmQps.first().portNum(), gidIndex).toBytes();
+            for (int i = 0; i < n; i++) {
+                int psn = ThreadLocalRandom.current().nextInt() & 0xFFFFFF; // printed, as perftest: the CM chose the QP's
+                my[i] = new PerftestFormat.Dest(pa.lid(), qps[i].qpNum(), psn, mrs[i].rkey(), mrs[i].address() + bufSize, gid,
+                        outReads);
+            }
+            ch.handShake(zero, withGid);
+        }
+
+        /** The PD, CQs and the buffers of {@code n} QPs on {@link #rctx}. */
+        private void allocate(int n) {
             arena = Arena.ofShared();
-            pd = ctx.allocPd();
-            sendCq = ctx.createCq(Math.max(txDepth * n, 1), null, 0);
-            recvCq = ctx.createCq(Math.max((o.verb == Verb.SEND ? rxDepth : 1) * n, 1), null, 0);
+            pd = rctx.allocPd();
+            sendCq = rctx.createCq(Math.max(txDepth * n, 1), null, 0);
+            recvCq = rctx.createCq(Math.max((o.verb == Verb.SEND ? rxDepth : 1) * n, 1), null, 0);
             qps = new QueuePair[n];
             mrs = new MemoryRegion[n];
             my = new PerftestFormat.Dest[n];
             rem = new PerftestFormat.Dest[n];
-            byte[] gid = withGid ? ctx.queryGid(o.ibPort, gidIndex).toBytes() : new byte[16];
-            QpType type = QpType.valueOf(o.connection);
             for (int i = 0; i < n; i++) {
                 // [send area | receive area]: the peer writes into, reads from and does atomics on the second.
                 MemorySegment buf = arena.allocate(2 * bufSize, PerftestWire.CYCLE_BUFFER);
@@ -547,6 +693,16 @@ public final class Perftest {
                 }
                 mrs[i] = pd.regMr(buf, AccessFlag.of(AccessFlag.LOCAL_WRITE, AccessFlag.REMOTE_WRITE,
                         AccessFlag.REMOTE_READ, AccessFlag.REMOTE_ATOMIC));
+            }
+        }
+
+        private void createResources(PortAttributes pa) {
+            int n = o.numQps;
+            rctx = ctx;
+            allocate(n);
+            byte[] gid = withGid ? ctx.queryGid(o.ibPort, gidIndex).toBytes() : new byte[16];
+            QpType type = QpType.valueOf(o.connection);
+            for (int i = 0; i < n; i++) {
                 qps[i] = pd.createQp(new QpInitAttributes().type(type).sendCq(sendCq).recvCq(recvCq)
                         .cap(new QpCapabilities(Math.max(txDepth, 1), o.verb == Verb.SEND ? rxDepth : 1, 1, 1,
                                 inline)));
@@ -590,9 +746,11 @@ public final class Perftest {
             for (int i = 0; i < n; i++) {
                 rem[i] = ch.handShake(my[i], withGid);
             }
-            for (int i = 0; i < n; i++) {
-                checkReachable(rem[i]);
-                connect(qps[i], my[i], rem[i], mtu);
+            if (!o.rdmaCm) { // rdma_cm moved the QPs to RTS already
+                for (int i = 0; i < n; i++) {
+                    checkReachable(rem[i]);
+                    connect(qps[i], my[i], rem[i], mtu);
+                }
             }
             if (o.verb == Verb.SEND) {
                 // send_bw.c / send_lat.c: one hand-shake after ctx_connect, before the address lines.

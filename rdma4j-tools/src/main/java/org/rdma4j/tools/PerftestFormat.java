@@ -57,10 +57,39 @@ public final class PerftestFormat {
      * @param gidIndex   GID index, -1 when none (not printed)
      * @param inlineSize max inline data
      * @param outReads   outstanding reads, printed instead of the inline size when &gt;= 0 (READ, ATOMIC)
+     * @param rdmaCm     {@code -R}: the QPs and the exchange use rdma_cm ("rdma_cm QPs : ON")
      */
     public record TestInfo(String testName, String atomicType, boolean lat, int postList, String device, int numQps,
                            String transport, String connection, boolean client, int txDepth, int rxDepth, int cqMod,
-                           int mtuBytes, String linkType, int gidIndex, int inlineSize, int outReads) {
+                           int mtuBytes, String linkType, int gidIndex, int inlineSize, int outReads, boolean rdmaCm) {
+        /**
+         * A test without rdma_cm ({@code -R}).
+         *
+         * @param testName   testsStr entry: {@code RDMA_Write}, {@code RDMA_Read}, {@code Send}, {@code Atomic}
+         * @param atomicType {@code FETCH_AND_ADD} or {@code CMP_AND_SWAP} for the atomic tests, else null
+         * @param lat        a latency test (title "Latency", no CQ moderation lines)
+         * @param postList   post list (&gt; 1 adds "Post List" to a BW title and a line)
+         * @param device     device name
+         * @param numQps     number of QPs
+         * @param transport  transport_str: {@code IB} or {@code IW}
+         * @param connection connStr: {@code RC}, {@code UC}, ...
+         * @param client     true on the client (prints TX depth)
+         * @param txDepth    TX depth
+         * @param rxDepth    RX depth, printed when &gt;= 0 (a SEND server)
+         * @param cqMod      CQ moderation
+         * @param mtuBytes   the path MTU in bytes
+         * @param linkType   link_layer_str: {@code IB} or {@code Ethernet}
+         * @param gidIndex   GID index, -1 when none (not printed)
+         * @param inlineSize max inline data
+         * @param outReads   outstanding reads, printed instead of the inline size when &gt;= 0 (READ, ATOMIC)
+         */
+        public TestInfo(String testName, String atomicType, boolean lat, int postList, String device, int numQps,
+                        String transport, String connection, boolean client, int txDepth, int rxDepth, int cqMod,
+                        int mtuBytes, String linkType, int gidIndex, int inlineSize, int outReads) {
+            this(testName, atomicType, lat, postList, device, numQps, transport, connection, client, txDepth, rxDepth,
+                    cqMod, mtuBytes, linkType, gidIndex, inlineSize, outReads, false);
+        }
+
         /**
          * The ib_write_bw block (the first tool's constructor).
          *
@@ -192,8 +221,14 @@ public final class PerftestFormat {
         } else {
             sb.append(" Max inline data : ").append(info.inlineSize()).append("[B]\n");
         }
-        sb.append(" rdma_cm QPs\t : ").append("OFF").append('\n');
-        sb.append(" Data ex. method : ").append("Ethernet").append('\n');
+        sb.append(" rdma_cm QPs\t : ").append(info.rdmaCm() ? "ON" : "OFF").append('\n');
+        sb.append(" Data ex. method : ").append(info.rdmaCm() ? "rdma_cm" : "Ethernet");
+        if (info.rdmaCm() && !info.client()) {
+            sb.append('\n').append(RESULT_LINE);
+            sb.append(" Waiting for client rdma_cm QP to connect\n");
+            sb.append(" Please run the same command with the IB/RoCE interface IP");
+        }
+        sb.append('\n');
         sb.append(RESULT_LINE);
         return sb.toString();
     }
@@ -360,10 +395,10 @@ public final class PerftestFormat {
         } else {
             sb.append("\"Max_inline_data\": ").append(info.inlineSize()).append(",\n");
         }
-        sb.append("\"rdma_cm_QPs\": \"OFF\",\n");
+        sb.append("\"rdma_cm_QPs\": \"").append(info.rdmaCm() ? "ON" : "OFF").append("\",\n");
         sb.append("\"Use_ROCm_memory\": \"OFF\",\n");
         sb.append("\"Use_MUSA_memory\": \"OFF\",\n");
-        sb.append("\"Data_ex_method\": \"Ethernet\"");
+        sb.append("\"Data_ex_method\": \"").append(info.rdmaCm() ? "rdma_cm" : "Ethernet").append('"');
         sb.append("\n},\n");
         sb.append("\"results\": ");
         if (results.size() == 1) {

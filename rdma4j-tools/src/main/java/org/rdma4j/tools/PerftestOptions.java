@@ -89,6 +89,15 @@ public final class PerftestOptions {
     boolean noProgress;
     boolean help;
     boolean version;
+    /** -R: connect the QPs with rdma_cm (and run the exchange over rdma_cm too, as perftest does). */
+    boolean rdmaCm;
+    /**
+     * --retry_count: the REQ's retry count under -R (it sets both sides' QPs). 6 by default where perftest has 7:
+     * rxe and the soft device retry forever on 7 (docs/perftest.md).
+     */
+    int retryCount = 6;
+    /** --source_ip / -j: the local address of the rdma_cm connections (server: the one it listens on). */
+    String sourceIp;
 
     private PerftestOptions(Verb verb, boolean lat) {
         this.verb = verb;
@@ -229,6 +238,9 @@ public final class PerftestOptions {
         if (lat && numQps > 1) {
             throw new UsageException("Latency tests run on one QP (-q " + numQps + ")");
         }
+        if (rdmaCm && connection.equals("UC")) {
+            throw new UsageException("UC is not supported in librdmacm");
+        }
     }
 
     private static String longToShort(String name) {
@@ -260,14 +272,16 @@ public final class PerftestOptions {
             case "report-cycles" -> "C";
             case "help" -> "h";
             case "version" -> "V";
+            case "rdma_cm" -> "R";
+            case "source_ip" -> "j";
             default -> name;
         };
     }
 
     private static boolean takesValue(String name) {
         return switch (name) {
-            case "d", "i", "s", "n", "D", "f", "t", "r", "Q", "q", "c", "I", "x", "m", "p", "u", "l", "o", "A",
-                 "out_json_file", "server-ib-dev", "chart" -> true;
+            case "d", "i", "s", "n", "D", "f", "t", "r", "Q", "q", "c", "I", "x", "m", "p", "u", "l", "o", "A", "j",
+                 "out_json_file", "server-ib-dev", "chart", "retry_count" -> true;
             default -> false;
         };
     }
@@ -344,6 +358,9 @@ public final class PerftestOptions {
             case "p" -> port = intIn(name, value, 1, 65535);
             case "h" -> help = true;
             case "V" -> version = true;
+            case "R" -> rdmaCm = true;
+            case "retry_count" -> retryCount = intIn(name, value, 0, 7);
+            case "j" -> sourceIp = value;
             default -> throw new UsageException("unrecognized option '" + (name.length() == 1 ? "-" : "--") + name
                     + "' (see --help)");
         }
@@ -398,6 +415,9 @@ public final class PerftestOptions {
                 + (verb == Verb.READ || verb == Verb.ATOMIC
                         ? "  -o, --outs=<num>          Num of outstanding read/atom (default max of device)\n" : "")
                 + "  -p, --port=<port>         Listen on/connect to port <port> (default 18515)\n"
+                + "  -R, --rdma_cm             Connect QPs with rdma_cm and run test on those QPs\n"
+                + "      --retry_count=<n>     Set retry count value in rdma_cm mode (default 6; perftest has 7)\n"
+                + "  -j, --source_ip=<ip>      Source IP of the rdma_cm connections (-R)\n"
                 + (lat ? "" : "  -q, --qp=<num of qp's>    Num of qp's (default 1)\n")
                 + (lat ? "" : "  -Q, --cq-mod              Generate Cqe only after <--cq-mod> completion (default 100)\n")
                 + (verb == Verb.SEND ? "  -r, --rx-depth=<dep>      Rx queue size (default 512)\n" : "")

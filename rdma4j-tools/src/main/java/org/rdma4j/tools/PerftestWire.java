@@ -242,58 +242,67 @@ public final class PerftestWire {
     }
 
     /**
-     * One TCP connection to the peer, in the client or server role. Every read ends: with the peer's
-     * bytes, with an error when the peer closed the connection (or its host vanished: TCP keepalive
-     * probes a silent connection after {@link #KEEPALIVE_IDLE_S} s), after the timeout if one is set,
-     * or when a {@link StopSignal} was raised and the peer stays silent for {@link #STOP_GRACE_NS}.
+     * How the exchange's messages travel: a TCP stream ({@link #accept}, {@link #connect}: "Data ex. method :
+     * Ethernet") or the SENDs of an RC QP that rdma_cm connected ({@code -R}: "Data ex. method : rdma_cm",
+     * {@link PerftestCm}). Every read ends: with the peer's bytes, with an error when the peer closed the
+     * connection, after the timeout if one is set, or when a {@link StopSignal} was raised and the peer stays
+     * silent for {@link Channel#STOP_GRACE_NS}.
+     */
+    interface Transport extends Closeable {
+        /**
+         * @param b one message (TCP: bytes on the stream; rdma_cm: one SEND of exactly these bytes)
+         * @throws IOException on a closed connection
+         */
+        void write(byte[] b) throws IOException;
+
+        /**
+         * @param r filled with the peer's next {@code r.length} bytes (rdma_cm: the next message's first bytes)
+         * @throws IOException on a closed or silent connection
+         */
+        void readFully(byte[] r) throws IOException;
+
+        /**
+         * @return whether bytes from the peer wait to be read (does not block)
+         * @throws IOException when this side is closed
+         */
+        boolean hasBytes() throws IOException;
+
+        /**
+         * @return 1 when bytes from the peer wait, -1 when it closed the connection, 0 when neither
+         * @throws IOException when this side is closed
+         */
+        int peerState() throws IOException;
+
+        /** @param ms how long a read waits for the peer from now on (0: no limit) */
+        void timeoutMs(int ms);
+
+        /** @param s ends reads once raised and the peer stays silent (null: none) */
+        void stopOn(StopSignal s);
+
+        /** @return whether the keys message is perftest's binary {@code struct pingpong_dest} (rdma_cm) */
+        boolean binaryKeys();
+    }
+
+    /**
+     * The exchange with the peer, in the client or server role, over a {@link Transport}: the same messages
+     * in the same order on both ("ctx_xchg_data": the client writes then reads, the server reads then
+     * writes); only the keys message differs (text over TCP, {@code struct pingpong_dest} over rdma_cm).
      */
     public static final class Channel implements Closeable {
-        /** Reads wait in slices of this length, so that they notice a stop. */
-        static final int SLICE_MS = 100;
         /**
          * After Ctrl-C a hand-shake still completes if the peer answers within this time (in --loopback the
          * other role stops too, and both print what they measured); a peer that stays silent no longer holds
          * the process.
          */
         static final long STOP_GRACE_NS = TimeUnit.SECONDS.toNanos(2);
-        /** TCP keepalive on the connection: idle time before the first probe, seconds. */
-        static final int KEEPALIVE_IDLE_S = 10;
-        private static final int KEEPALIVE_INTERVAL_S = 5;
-        private static final int KEEPALIVE_PROBES = 3;
 
-        private final Socket socket;
-        private final InputStream in;
-        private final OutputStream out;
+        private final Transport t;
         private final boolean client;
         private String peerVersion = WIRE_VERSION;
-        /** How long a read waits for the peer (0: no limit). */
-        private int timeoutMs;
-        /** Ends reads after Ctrl-C, or null. */
-        private StopSignal stop;
-        /** A byte {@link #peerState()} read ahead, or -1. */
-        private int peeked = -1;
 
-        private Channel(Socket socket, boolean client, int timeoutMs) throws IOException {
-            this.socket = socket;
+        Channel(Transport t, boolean client) {
+            this.t = t;
             this.client = client;
-            this.timeoutMs = timeoutMs;
-            socket.setTcpNoDelay(true);
-            socket.setSoTimeout(SLICE_MS);
-            keepAlive(socket);
-            this.in = socket.getInputStream();
-            this.out = socket.getOutputStream();
-        }
-
-        /** A peer host that vanished (no FIN, no RST) is found by keepalive probes rather than never. */
-        private static void keepAlive(Socket s) throws IOException {
-            s.setKeepAlive(true);
-            try {
-                s.setOption(ExtendedSocketOptions.TCP_KEEPIDLE, KEEPALIVE_IDLE_S);
-                s.setOption(ExtendedSocketOptions.TCP_KEEPINTERVAL, KEEPALIVE_INTERVAL_S);
-                s.setOption(ExtendedSocketOptions.TCP_KEEPCOUNT, KEEPALIVE_PROBES);
-            } catch (UnsupportedOperationException e) {
-                // the platform's defaults (hours) apply
-            }
         }
 
         /**
@@ -322,40 +331,7 @@ public final class PerftestWire {
          */
         static Channel accept(int port, int timeoutMs, java.util.function.IntConsumer onBound, StopSignal stop)
                 throws IOException {
-            try (ServerSocket ss = new ServerSocket()) {
-                if (stop != null) {
-                    stop.register(ss);
-                }
-                try {
-                    return acceptOn(ss, port, timeoutMs, onBound);
-                } finally {
-                    if (stop != null) {
-                        stop.unregister(ss);
-                    }
-                }
-            }
-        }
-
-        private static Channel acceptOn(ServerSocket ss, int port, int timeoutMs, java.util.function.IntConsumer onBound)
-                throws IOException {
-            ss.setReuseAddress(true);
-            try {
-                ss.bind(new InetSocketAddress(port), 1);
-            } catch (IOException e) {
-                throw new IOException("Couldn't listen to port " + port + ": " + e.getMessage(), e);
-            }
-            if (onBound != null) {
-                onBound.accept(ss.getLocalPort());
-            }
-            ss.setSoTimeout(timeoutMs);
-            Socket s;
-            try {
-                s = ss.accept();
-            } catch (SocketTimeoutException e) {
-                throw new IOException("No client connected to port " + ss.getLocalPort() + " within "
-                        + timeoutMs / 1000 + " s", e);
-            }
-            return new Channel(s, false, timeoutMs);
+            return new Channel(TcpTransport.accept(port, timeoutMs, onBound, stop), false);
         }
 
         /**
@@ -368,46 +344,26 @@ public final class PerftestWire {
          * @throws IOException naming every address tried when none accepts
          */
         public static Channel connect(String host, int port, int timeoutMs) throws IOException {
-            InetAddress[] addrs;
-            try {
-                addrs = InetAddress.getAllByName(host);
-            } catch (UnknownHostException e) {
-                throw new IOException("Couldn't resolve " + host + " (" + e.getMessage() + ")", e);
-            }
-            List<String> tried = new ArrayList<>();
-            for (InetAddress a : addrs) {
-                Socket s = new Socket();
-                try {
-                    s.connect(new InetSocketAddress(a, port), timeoutMs);
-                    return new Channel(s, true, timeoutMs);
-                } catch (IOException e) {
-                    s.close();
-                    tried.add(a.getHostAddress() + ":" + port + " (" + e.getMessage() + ")");
-                }
-            }
-            throw new IOException("Couldn't connect to " + host + ":" + port + "; tried " + String.join(", ", tried)
-                    + ". Is the server (the same command without a host name) running there?");
+            return new Channel(TcpTransport.connect(host, port, timeoutMs), true);
         }
 
-        /**
-         * @param ms how long a read waits for the peer from now on (0: no limit)
-         */
+        /** @param ms how long a read waits for the peer from now on (0: no limit) */
         void timeoutMs(int ms) {
-            this.timeoutMs = ms;
+            t.timeoutMs(ms);
         }
 
         /** @param s ends reads once raised and the peer stays silent (null: none) */
         void stopOn(StopSignal s) {
-            this.stop = s;
+            t.stopOn(s);
         }
 
         /**
          * {@return whether bytes from the peer wait to be read (does not block)}
          *
-         * @throws IOException when this side's socket is closed
+         * @throws IOException when this side is closed
          */
         boolean hasBytes() throws IOException {
-            return peeked >= 0 || in.available() > 0;
+            return t.hasBytes();
         }
 
         /**
@@ -416,32 +372,10 @@ public final class PerftestWire {
          *
          * @return 1 when bytes from the peer wait to be read, -1 when it closed the connection (or it was
          *         reset), 0 when neither
-         * @throws IOException when this side's socket is closed
+         * @throws IOException when this side is closed
          */
         int peerState() throws IOException {
-            if (peeked >= 0 || in.available() > 0) {
-                return 1;
-            }
-            socket.setSoTimeout(1);
-            try {
-                int b = in.read();
-                if (b < 0) {
-                    return -1;
-                }
-                peeked = b;
-                return 1;
-            } catch (SocketTimeoutException e) {
-                return 0;
-            } catch (SocketException e) {
-                if (socket.isClosed()) {
-                    throw e;
-                }
-                return -1; // connection reset: the peer is gone
-            } finally {
-                if (!socket.isClosed()) {
-                    socket.setSoTimeout(SLICE_MS);
-                }
-            }
+            return t.peerState();
         }
 
         /** {@return true on the client side} */
@@ -463,59 +397,15 @@ public final class PerftestWire {
          * @throws IOException on a closed or silent connection
          */
         public byte[] exchange(byte[] mine) throws IOException {
-            return exchange(mine, mine.length);
-        }
-
-        private byte[] exchange(byte[] mine, int theirs) throws IOException {
-            byte[] r = new byte[theirs];
+            byte[] r = new byte[mine.length];
             if (client) {
-                out.write(mine);
-                out.flush();
-                readFully(r);
+                t.write(mine);
+                t.readFully(r);
             } else {
-                readFully(r);
-                out.write(mine);
-                out.flush();
+                t.readFully(r);
+                t.write(mine);
             }
             return r;
-        }
-
-        private void readFully(byte[] r) throws IOException {
-            long start = System.nanoTime();
-            long stopSeen = 0;
-            int off = 0;
-            if (peeked >= 0 && r.length > 0) {
-                r[off++] = (byte) peeked;
-                peeked = -1;
-            }
-            while (off < r.length) {
-                int n;
-                try {
-                    n = in.read(r, off, r.length - off);
-                } catch (SocketTimeoutException e) {
-                    long now = System.nanoTime();
-                    if (stop != null && stop.stopped()) {
-                        if (stopSeen == 0) {
-                            stopSeen = now;
-                        } else if (now - stopSeen > STOP_GRACE_NS) {
-                            throw new StoppedException();
-                        }
-                    }
-                    if (timeoutMs > 0 && now - start > TimeUnit.MILLISECONDS.toNanos(timeoutMs)) {
-                        throw new IOException("the peer sent nothing for " + timeoutMs / 1000 + " s", e);
-                    }
-                    continue;
-                } catch (SocketException e) {
-                    if (socket.isClosed()) {
-                        throw e;
-                    }
-                    throw new IOException("the peer closed the connection (" + e.getMessage() + ")", e);
-                }
-                if (n < 0) {
-                    throw new IOException("the peer closed the connection");
-                }
-                off += n;
-            }
         }
 
         /**
@@ -561,7 +451,8 @@ public final class PerftestWire {
         }
 
         /**
-         * ctx_hand_shake: the keys message each way.
+         * ctx_hand_shake: the keys message each way (text over TCP; over rdma_cm perftest's binary
+         * {@code struct pingpong_dest}, {@link #encodeDest}).
          *
          * @param mine    this side's QP
          * @param withGid gid_index is not -1
@@ -569,6 +460,9 @@ public final class PerftestWire {
          * @throws IOException on a connection failure
          */
         public PerftestFormat.Dest handShake(PerftestFormat.Dest mine, boolean withGid) throws IOException {
+            if (t.binaryKeys()) {
+                return decodeDest(exchange(encodeDest(mine, withGid)));
+            }
             return decodeKeys(exchange(encodeKeys(mine, withGid)), withGid);
         }
 
@@ -596,13 +490,261 @@ public final class PerftestWire {
 
         @Override
         public void close() throws IOException {
+            t.close();
+        }
+
+        @Override
+        public String toString() {
+            return (client ? "client " : "server ") + t + ", peer version " + peerVersion;
+        }
+    }
+
+    // ---------------------------------------------------------------- struct pingpong_dest (rdma_cm)
+
+    /** sizeof(struct pingpong_dest) on x86-64: the keys message over rdma_cm (perftest_resources.h). */
+    public static final int DEST_SIZE = 56;
+
+    /**
+     * rdma_write_keys: {@code struct pingpong_dest} as perftest sends it when built with endian.h (HAVE_ENDIAN,
+     * which glibc has): lid, out_reads, qpn, psn, rkey in network order at 0, 4, 8, 12, 16; 4 bytes of padding;
+     * vaddr in network order at 24; the GID at 32; srqn and gid_index in network order at 48 and 52.
+     *
+     * @param d       the QP
+     * @param withGid gid_index is not -1 (the index field says so: 0, else -1)
+     * @return 56 bytes
+     */
+    public static byte[] encodeDest(PerftestFormat.Dest d, boolean withGid) {
+        ByteBuffer b = ByteBuffer.allocate(DEST_SIZE);
+        b.putInt(d.lid()).putInt(d.outReads()).putInt(d.qpn()).putInt(d.psn()).putInt(d.rkey()).putInt(0)
+                .putLong(d.vaddr()).put(d.gid().length == 16 ? d.gid() : new byte[16]).putInt(0).putInt(withGid ? 0 : -1);
+        return b.array();
+    }
+
+    /**
+     * rdma_read_keys: the fields {@link #encodeDest} writes (perftest reads neither srqn nor gid_index back).
+     *
+     * @param b the message (at least 48 bytes)
+     * @return the peer's QP
+     * @throws WireException for a message shorter than the fields
+     */
+    public static PerftestFormat.Dest decodeDest(byte[] b) {
+        if (b.length < 48) {
+            throw new WireException("the keys message has " + b.length + " bytes; struct pingpong_dest has " + DEST_SIZE);
+        }
+        ByteBuffer bb = ByteBuffer.wrap(b);
+        int lid = bb.getInt(0);
+        int outReads = bb.getInt(4);
+        int qpn = bb.getInt(8);
+        int psn = bb.getInt(12);
+        int rkey = bb.getInt(16);
+        long vaddr = bb.getLong(24);
+        byte[] gid = java.util.Arrays.copyOfRange(b, 32, 48);
+        return new PerftestFormat.Dest(lid, qpn, psn, rkey, vaddr, gid, outReads);
+    }
+
+    // ---------------------------------------------------------------- TCP
+
+    /** The exchange over TCP ("Data ex. method : Ethernet"), with keepalive so a vanished peer host is noticed. */
+    private static final class TcpTransport implements Transport {
+        /** Reads wait in slices of this length, so that they notice a stop. */
+        static final int SLICE_MS = 100;
+        /** TCP keepalive on the connection: idle time before the first probe, seconds. */
+        static final int KEEPALIVE_IDLE_S = 10;
+        private static final int KEEPALIVE_INTERVAL_S = 5;
+        private static final int KEEPALIVE_PROBES = 3;
+
+        private final Socket socket;
+        private final InputStream in;
+        private final OutputStream out;
+        /** How long a read waits for the peer (0: no limit). */
+        private int timeoutMs;
+        /** Ends reads after Ctrl-C, or null. */
+        private StopSignal stop;
+        /** A byte {@link #peerState()} read ahead, or -1. */
+        private int peeked = -1;
+
+        private TcpTransport(Socket socket, int timeoutMs) throws IOException {
+            this.socket = socket;
+            this.timeoutMs = timeoutMs;
+            socket.setTcpNoDelay(true);
+            socket.setSoTimeout(SLICE_MS);
+            keepAlive(socket);
+            this.in = socket.getInputStream();
+            this.out = socket.getOutputStream();
+        }
+
+        /** A peer host that vanished (no FIN, no RST) is found by keepalive probes rather than never. */
+        private static void keepAlive(Socket s) throws IOException {
+            s.setKeepAlive(true);
+            try {
+                s.setOption(ExtendedSocketOptions.TCP_KEEPIDLE, KEEPALIVE_IDLE_S);
+                s.setOption(ExtendedSocketOptions.TCP_KEEPINTERVAL, KEEPALIVE_INTERVAL_S);
+                s.setOption(ExtendedSocketOptions.TCP_KEEPCOUNT, KEEPALIVE_PROBES);
+            } catch (UnsupportedOperationException e) {
+                // the platform's defaults (hours) apply
+            }
+        }
+
+        static TcpTransport accept(int port, int timeoutMs, java.util.function.IntConsumer onBound, StopSignal stop)
+                throws IOException {
+            try (ServerSocket ss = new ServerSocket()) {
+                if (stop != null) {
+                    stop.register(ss);
+                }
+                try {
+                    return acceptOn(ss, port, timeoutMs, onBound);
+                } finally {
+                    if (stop != null) {
+                        stop.unregister(ss);
+                    }
+                }
+            }
+        }
+
+        private static TcpTransport acceptOn(ServerSocket ss, int port, int timeoutMs,
+                                             java.util.function.IntConsumer onBound) throws IOException {
+            ss.setReuseAddress(true);
+            try {
+                ss.bind(new InetSocketAddress(port), 1);
+            } catch (IOException e) {
+                throw new IOException("Couldn't listen to port " + port + ": " + e.getMessage(), e);
+            }
+            if (onBound != null) {
+                onBound.accept(ss.getLocalPort());
+            }
+            ss.setSoTimeout(timeoutMs);
+            Socket s;
+            try {
+                s = ss.accept();
+            } catch (SocketTimeoutException e) {
+                throw new IOException("No client connected to port " + ss.getLocalPort() + " within "
+                        + timeoutMs / 1000 + " s", e);
+            }
+            return new TcpTransport(s, timeoutMs);
+        }
+
+        static TcpTransport connect(String host, int port, int timeoutMs) throws IOException {
+            InetAddress[] addrs;
+            try {
+                addrs = InetAddress.getAllByName(host);
+            } catch (UnknownHostException e) {
+                throw new IOException("Couldn't resolve " + host + " (" + e.getMessage() + ")", e);
+            }
+            List<String> tried = new ArrayList<>();
+            for (InetAddress a : addrs) {
+                Socket s = new Socket();
+                try {
+                    s.connect(new InetSocketAddress(a, port), timeoutMs);
+                    return new TcpTransport(s, timeoutMs);
+                } catch (IOException e) {
+                    s.close();
+                    tried.add(a.getHostAddress() + ":" + port + " (" + e.getMessage() + ")");
+                }
+            }
+            throw new IOException("Couldn't connect to " + host + ":" + port + "; tried " + String.join(", ", tried)
+                    + ". Is the server (the same command without a host name) running there?");
+        }
+
+        @Override
+        public void timeoutMs(int ms) {
+            this.timeoutMs = ms;
+        }
+
+        @Override
+        public void stopOn(StopSignal s) {
+            this.stop = s;
+        }
+
+        @Override
+        public boolean binaryKeys() {
+            return false;
+        }
+
+        @Override
+        public boolean hasBytes() throws IOException {
+            return peeked >= 0 || in.available() > 0;
+        }
+
+        @Override
+        public int peerState() throws IOException {
+            if (peeked >= 0 || in.available() > 0) {
+                return 1;
+            }
+            socket.setSoTimeout(1);
+            try {
+                int b = in.read();
+                if (b < 0) {
+                    return -1;
+                }
+                peeked = b;
+                return 1;
+            } catch (SocketTimeoutException e) {
+                return 0;
+            } catch (SocketException e) {
+                if (socket.isClosed()) {
+                    throw e;
+                }
+                return -1; // connection reset: the peer is gone
+            } finally {
+                if (!socket.isClosed()) {
+                    socket.setSoTimeout(SLICE_MS);
+                }
+            }
+        }
+
+        @Override
+        public void write(byte[] b) throws IOException {
+            out.write(b);
+            out.flush();
+        }
+
+        @Override
+        public void readFully(byte[] r) throws IOException {
+            long start = System.nanoTime();
+            long stopSeen = 0;
+            int off = 0;
+            if (peeked >= 0 && r.length > 0) {
+                r[off++] = (byte) peeked;
+                peeked = -1;
+            }
+            while (off < r.length) {
+                int n;
+                try {
+                    n = in.read(r, off, r.length - off);
+                } catch (SocketTimeoutException e) {
+                    long now = System.nanoTime();
+                    if (stop != null && stop.stopped()) {
+                        if (stopSeen == 0) {
+                            stopSeen = now;
+                        } else if (now - stopSeen > Channel.STOP_GRACE_NS) {
+                            throw new StoppedException();
+                        }
+                    }
+                    if (timeoutMs > 0 && now - start > TimeUnit.MILLISECONDS.toNanos(timeoutMs)) {
+                        throw new IOException("the peer sent nothing for " + timeoutMs / 1000 + " s", e);
+                    }
+                    continue;
+                } catch (SocketException e) {
+                    if (socket.isClosed()) {
+                        throw e;
+                    }
+                    throw new IOException("the peer closed the connection (" + e.getMessage() + ")", e);
+                }
+                if (n < 0) {
+                    throw new IOException("the peer closed the connection");
+                }
+                off += n;
+            }
+        }
+
+        @Override
+        public void close() throws IOException {
             socket.close();
         }
 
         @Override
         public String toString() {
-            return (client ? "client " : "server ") + socket.getLocalSocketAddress() + " <-> "
-                    + socket.getRemoteSocketAddress() + ", peer version " + peerVersion;
+            return socket.getLocalSocketAddress() + " <-> " + socket.getRemoteSocketAddress();
         }
     }
 }

@@ -35,7 +35,6 @@ import org.rdma4j.verbs.WrOpcode;
 import org.rdma4j.verbs.cm.CmEvent;
 import org.rdma4j.verbs.cm.CmEventChannel;
 import org.rdma4j.verbs.cm.CmId;
-import org.rdma4j.verbs.cm.CmOption;
 import org.rdma4j.verbs.cm.ConnParam;
 import org.rdma4j.verbs.cm.PortSpace;
 import org.rdma4j.verbs.cm.RdmaCm;
@@ -83,7 +82,6 @@ public final class Rping {
     private boolean debug;
     private boolean persistent;
     private boolean selfQp;
-    private int tos = -1;
     private final PrintStream out;
     private final PrintStream err;
     private final StopSignal stop;
@@ -188,7 +186,6 @@ public final class Rping {
                         debug("count %d\n", count);
                     }
                 }
-                case 't' -> tos = atoi(g.arg());
                 case 'v' -> {
                     verbose = true;
                     debug("verbose\n");
@@ -582,9 +579,6 @@ public final class Rping {
         try {
             ch = cm.createEventChannel();
             id = ch.createId(PortSpace.TCP);
-            if (tos >= 0) {
-                id.setOption(CmOption.TOS, tos);
-            }
         } catch (VerbsException e) {
             err.println("rdma_create_id: " + e.getMessage());
             return 1;

@@ -66,6 +66,42 @@ public enum Errno {
         this.value = value;
     }
 
+    /**
+     * The C library's text for the error, as {@code strerror(3)} and {@code perror(3)} print it on Linux
+     * (glibc), so that tools print the lines rdma-core's tools print.
+     *
+     * @return e.g. "Address already in use" for {@link #EADDRINUSE}
+     */
+    public String message() {
+        return switch (this) {
+            case EPERM -> "Operation not permitted";
+            case ENOENT -> "No such file or directory";
+            case EIO -> "Input/output error";
+            case EAGAIN -> "Resource temporarily unavailable";
+            case ENOMEM -> "Cannot allocate memory";
+            case EACCES -> "Permission denied";
+            case EFAULT -> "Bad address";
+            case EBUSY -> "Device or resource busy";
+            case EEXIST -> "File exists";
+            case ENODEV -> "No such device";
+            case EINVAL -> "Invalid argument";
+            case ENOSYS -> "Function not implemented";
+            case ENODATA -> "No data available";
+            case EPROTO -> "Protocol error";
+            case EOPNOTSUPP -> "Operation not supported";
+            case EADDRINUSE -> "Address already in use";
+            case EADDRNOTAVAIL -> "Cannot assign requested address";
+            case ENETUNREACH -> "Network is unreachable";
+            case ECONNRESET -> "Connection reset by peer";
+            case EISCONN -> "Transport endpoint is already connected";
+            case ENOTCONN -> "Transport endpoint is not connected";
+            case ETIMEDOUT -> "Connection timed out";
+            case ECONNREFUSED -> "Connection refused";
+            case EHOSTUNREACH -> "No route to host";
+            case EALREADY -> "Operation already in progress";
+        };
+    }
+
     /** {@return the Linux errno number} */
     public int value() {
         return value;

@@ -77,6 +77,8 @@ public final class CmId implements AutoCloseable {
     private volatile State state;
     /** Provider IDs: one, or one per provider for a wildcard bind. */
     private volatile List<CmIdSpi> spis = List.of();
+    /** The providers of {@link #spis} after a wildcard bind, in the same order. */
+    private List<CmProvider> spiProviders = List.of();
     /** The provider of {@link #spis} when there is one; null for a wildcard bind on several. */
     private volatile CmProvider provider;
     private volatile int backlog = MAX_BACKLOG;
@@ -272,7 +274,19 @@ public final class CmId implements AutoCloseable {
     }
 
     private void bindWildcard(SocketAddress address) {
-        List<CmProvider> ps = cm.providers();
+        // A wildcard bind listens on every device. A provider that serves none (librdmacm on a host without the
+        // kernel's rdma_cm, the soft CM with no device configured) has nothing to listen on, and its refusal must
+        // not fail the bind on the providers that do serve devices; when no provider serves one, every provider
+        // is asked, so the error says why.
+        List<CmProvider> ps = new ArrayList<>();
+        for (CmProvider p : cm.providers()) {
+            if (!p.addresses().isEmpty()) {
+                ps.add(p);
+            }
+        }
+        if (ps.isEmpty()) {
+            ps = cm.providers();
+        }
         if (ps.isEmpty()) {
             throw new VerbsException(Errno.ENODEV, "rdma_bind_addr " + address + ": " + cm.describeAddresses());
         }
@@ -290,6 +304,7 @@ public final class CmId implements AutoCloseable {
                 }
                 provider = ps.size() == 1 ? ps.getFirst() : null;
                 spis = List.copyOf(bound);
+                spiProviders = List.copyOf(ps); // chooseAmongBound finds a provider's ID by its index here
                 return;
             } catch (VerbsException e) {
                 bound.forEach(CmIdSpi::close);
@@ -443,7 +458,10 @@ public final class CmId implements AutoCloseable {
         if (o == null) {
             return null;
         }
-        int i = cm.providers().indexOf(o.provider());
+        int i = spiProviders.indexOf(o.provider());
+        if (i < 0) {
+            return null;
+        }
         CmIdSpi keep = l.get(i);
         for (CmIdSpi s : l) {
             if (s != keep) {

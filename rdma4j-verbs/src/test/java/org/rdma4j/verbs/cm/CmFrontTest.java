@@ -2,6 +2,7 @@
 package org.rdma4j.verbs.cm;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
@@ -121,6 +122,37 @@ class CmFrontTest {
             ch.getEvent(T).ack();
             VerbsException again = assertThrows(VerbsException.class, () -> id.bindAddr(a("0.0.0.0", 0)));
             assertEquals(Errno.EINVAL, again.errno());
+        }
+    }
+
+    @Test
+    void resolvingAWildcardIdKeepsTheRightProviderWhenOneWasLeftOut() {
+        FakeCmProvider dead = new FakeCmProvider("librdmacm");
+        dead.refuse = new VerbsException(Errno.ENODEV, "the kernel has no rdma_cm");
+        try (CmEventChannel ch = RdmaCm.of(dead, soft, nat).createEventChannel(); CmId id = ch.createId(PortSpace.TCP)) {
+            id.bindAddr(a("0.0.0.0", 7174)); // on soft and nat only
+            id.resolveAddr(null, a("203.0.113.7", 9), T);
+            assertEquals("native", id.providerName());
+            assertTrue(soft.ids.getLast().closed);
+            assertFalse(nat.ids.getLast().closed);
+            ch.getEvent(T).ack();
+        }
+    }
+
+    @Test
+    void aWildcardBindLeavesOutAProviderWithNoDeviceUnlessNoProviderHasOne() {
+        FakeCmProvider dead = new FakeCmProvider("librdmacm"); // no device: the kernel has no rdma_cm
+        dead.refuse = new VerbsException(Errno.ENODEV, "the kernel has no rdma_cm");
+        try (CmEventChannel ch = RdmaCm.of(dead, soft).createEventChannel(); CmId id = ch.createId(PortSpace.TCP)) {
+            id.bindAddr(a("0.0.0.0", 0));
+            id.listen(4);
+            assertEquals("soft", id.providerName());
+            assertEquals("listen 4", soft.ids.getLast().calls.getLast());
+        }
+        try (CmEventChannel ch = RdmaCm.of(dead).createEventChannel(); CmId id = ch.createId(PortSpace.TCP)) {
+            VerbsException e = assertThrows(VerbsException.class, () -> id.bindAddr(a("0.0.0.0", 0)));
+            assertEquals(Errno.ENODEV, e.errno());
+            assertTrue(e.getMessage().contains("rdma_cm"), e.getMessage());
         }
     }
 

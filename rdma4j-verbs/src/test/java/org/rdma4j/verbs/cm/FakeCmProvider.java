@@ -34,6 +34,8 @@ final class FakeCmProvider implements CmProvider {
     final Set<Integer> ports = new HashSet<>();
     CmAddress sourceFor;
     int nextPort = 40_000;
+    /** When set, createId throws it (librdmacm on a host without the kernel's rdma_cm: ENODEV). */
+    RuntimeException refuse;
 
     FakeCmProvider(String name, String... addrs) {
         this.name = name;
@@ -60,6 +62,9 @@ final class FakeCmProvider implements CmProvider {
 
     @Override
     public CmIdSpi createId(CmEventSink sink, PortSpace portSpace, QpType qpType) {
+        if (refuse != null) {
+            throw refuse;
+        }
         FakeId id = new FakeId(sink, portSpace);
         ids.add(id);
         return id;
