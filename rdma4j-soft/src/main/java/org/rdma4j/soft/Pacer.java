@@ -62,6 +62,20 @@ final class Pacer {
     }
 
     /**
+     * The requester's timer ran out while a burst waited for the gap (it asked again for responses not sent yet):
+     * the gap halves, down to the floor, so that a paced reply stays within the requester's local ACK timeout.
+     *
+     * @return whether the gap narrowed
+     */
+    boolean tooSlow() {
+        if (gapNs <= FLOOR_NS) {
+            return false;
+        }
+        gapNs = gapNs / 2 < MIN_GAP_NS ? FLOOR_NS : Math.max(FLOOR_NS, gapNs / 2);
+        return true;
+    }
+
+    /**
      * {@return the gap to leave after a full burst, in nanoseconds of the fabric's clock (0: go on at once)}
      *
      * @param nowNs the fabric's clock

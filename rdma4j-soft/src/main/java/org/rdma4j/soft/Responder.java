@@ -119,6 +119,7 @@ final class Responder {
     // that are still to be sent, in bursts (docs/engine.md, "Pacing"); requests wait in the inbox meanwhile.
     private boolean replying;
     private boolean replyResumed;
+    private Resource replyRes;
     private SoftMr replyMr;
     private int replyRkey;
     private long replyVa;
@@ -678,7 +679,7 @@ final class Responder {
         lastOpcode = -1;
         SoftMr mr = writeMr;
         writeMr = null;
-        sendReadResponses(mr, p.rkey, p.va, len, p.psn, true);
+        sendReadResponses(r, mr, p.rkey, p.va, len, p.psn, true);
         return Err.NONE;
     }
 
@@ -691,8 +692,9 @@ final class Responder {
      *                  rdatm_res_state_replay), which is what a requester that already holds the
      *                  first part expects (rxe check_ack accepts only MIDDLE/LAST then)
      */
-    private void sendReadResponses(SoftMr mr, int rkey, long va, int len, int firstPsn, boolean fromStart) {
+    private void sendReadResponses(Resource r, SoftMr mr, int rkey, long va, int len, int firstPsn, boolean fromStart) {
         replying = true;
+        replyRes = r;
         replyResumed = false;
         replyMr = mr;
         replyRkey = rkey;
@@ -709,6 +711,18 @@ final class Responder {
      */
     boolean replying() {
         return replying && qp.state != QpState.ERR;
+    }
+
+    /**
+     * {@return whether a request may overtake the READ reply in progress: a duplicate of that READ (the requester
+     *     asks again for part of it), which {@link #duplicate} folds into the reply instead of answering after it}
+     *
+     * @param p a request, while {@link #replying}
+     */
+    boolean foldsIntoReply(Packet p) {
+        Resource r = replyRes;
+        return r != null && p.is(Opcodes.M_READ) && Psn.compare(p.psn, r.firstPsn) >= 0
+                && Psn.compare(p.psn, r.lastPsn) <= 0;
     }
 
     /**
@@ -772,6 +786,7 @@ final class Responder {
     private void endReply() {
         replying = false;
         replyMr = null;
+        replyRes = null;
     }
 
     private Err atomic(Packet p) {
@@ -957,6 +972,10 @@ final class Responder {
             if (mr == null || !mr.contains(p.va, len)) {
                 return;
             }
+            if (replying && r == replyRes) {
+                reReadDuringReply(p, len);
+                return;
+            }
             // A re-read: the requester lost responses we sent (or gave up waiting for them). The pacer widens
             // the gap between this QP's bursts, once for what it sent at the current gap (docs/engine.md, "Pacing").
             if (qp.pacer.lost(r.epoch, qp.fabric.clock.nanoTime())) {
@@ -965,10 +984,37 @@ final class Responder {
             r.epoch = qp.pacer.epoch();
             // rxe duplicate_request: replay from the requested PSN; past the first PSN the numbering
             // and the opcodes continue the original sequence (MIDDLE/LAST).
-            sendReadResponses(mr, r.rkey, p.va, (int) len, p.psn, p.psn == r.firstPsn);
+            sendReadResponses(r, mr, r.rkey, p.va, (int) len, p.psn, p.psn == r.firstPsn);
         } else if (p.is(Opcodes.M_ATOMIC) && r.type == Resource.ATOMIC) {
             sendAtomicAck(r.orig, p.psn); // replay the cached result, never re-execute
         }
+    }
+
+    /**
+     * A duplicate of the READ whose reply is still being sent (it overtook the requests waiting behind the reply:
+     * {@link #foldsIntoReply}). Where rxe would replay it after the reply (rxe duplicate_request, a second pass over
+     * the same PSNs), the reply is moved instead: a re-read of responses not sent yet means the requester's timer ran
+     * out while the reply waited for its gap, so the gap halves and the reply goes on at once; a re-read of responses
+     * already sent means they were lost (or are still on the way): the gap widens and the reply goes back to the PSN
+     * asked for, with the numbering and opcodes of the original sequence.
+     */
+    private void reReadDuringReply(Packet p, long len) {
+        Resource r = replyRes;
+        if (Psn.compare(p.psn, replyPsn) >= 0) {
+            if (qp.pacer.tooSlow()) {
+                qp.count(SoftCounter.PACE_SPEEDUPS);
+            }
+            qp.resumeBurstNow();
+            return;
+        }
+        if (qp.pacer.lost(r.epoch, qp.fabric.clock.nanoTime())) {
+            qp.count(SoftCounter.PACE_SLOWDOWNS);
+        }
+        r.epoch = qp.pacer.epoch();
+        replyVa = p.va;
+        replyLeft = len;
+        replyPsn = p.psn;
+        replyFirst = p.psn == r.firstPsn;
     }
 
     private Resource find(int pktPsn) {

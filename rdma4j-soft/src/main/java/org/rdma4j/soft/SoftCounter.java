@@ -98,6 +98,11 @@ public enum SoftCounter {
     /** Re-reads of READ responses already sent that widened the QP's gap between bursts (docs/engine.md, "Pacing"). */
     PACE_SLOWDOWNS,
     /**
+     * Re-reads of READ responses not sent yet (the requester's timer ran out while the reply waited for its gap),
+     * which halved the gap and resumed the reply at once (docs/engine.md, "Pacing").
+     */
+    PACE_SPEEDUPS,
+    /**
      * RoCE sends the kernel refused for want of buffer space (ENOBUFS, or EAGAIN from a full send buffer),
      * kept and sent again after a back-off; a refusal that outlasts the back-off loses the packets ({@link
      * #ROCE_TX_ERRORS}).

@@ -323,7 +323,13 @@ final class SoftQp extends SoftResource implements QueuePair {
      * send (rxe get_req: RESPST_READ_REPLY comes before the next request). Owner only.
      */
     private boolean waits(Packet p) {
-        return responder.replying() && p.is(Opcodes.M_REQ);
+        return p.is(Opcodes.M_REQ) && responder.replying() && !responder.foldsIntoReply(p);
+    }
+
+    /** A paused burst goes on in the next duty cycle, whatever its gap (owner only). */
+    void resumeBurstNow() {
+        paceDeadline = 0;
+        exec.markPending();
     }
 
     /**
