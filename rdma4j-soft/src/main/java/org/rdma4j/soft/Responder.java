@@ -113,6 +113,9 @@ final class Responder {
         long orig;
         /** The pacer's epoch when its responses were last sent (Pacer.lost). */
         int epoch;
+        /** The PSN its latest reply (or replay) began at, and when (Pacer.lost's estimate). */
+        int startPsn;
+        long startNs;
     }
 
     // READ_REPLY (rxe: qp->resp.res while the READ has bytes left): the responses of the READ being answered
@@ -695,6 +698,8 @@ final class Responder {
     private void sendReadResponses(Resource r, SoftMr mr, int rkey, long va, int len, int firstPsn, boolean fromStart) {
         replying = true;
         replyRes = r;
+        r.startPsn = firstPsn;
+        r.startNs = qp.fabric.clock.nanoTime();
         replyResumed = false;
         replyMr = mr;
         replyRkey = rkey;
@@ -978,7 +983,7 @@ final class Responder {
             }
             // A re-read: the requester lost responses we sent (or gave up waiting for them). The pacer widens
             // the gap between this QP's bursts, once for what it sent at the current gap (docs/engine.md, "Pacing").
-            if (qp.pacer.lost(r.epoch, qp.fabric.clock.nanoTime())) {
+            if (lostSince(r, p.psn)) {
                 qp.count(SoftCounter.PACE_SLOWDOWNS);
             }
             r.epoch = qp.pacer.epoch();
@@ -1007,14 +1012,22 @@ final class Responder {
             qp.resumeBurstNow();
             return;
         }
-        if (qp.pacer.lost(r.epoch, qp.fabric.clock.nanoTime())) {
+        if (lostSince(r, p.psn)) {
             qp.count(SoftCounter.PACE_SLOWDOWNS);
         }
         r.epoch = qp.pacer.epoch();
+        r.startPsn = p.psn;
+        r.startNs = qp.fabric.clock.nanoTime();
         replyVa = p.va;
         replyLeft = len;
         replyPsn = p.psn;
         replyFirst = p.psn == r.firstPsn;
+    }
+
+    /** A re-read from {@code psn} of resource {@code r}: tells the pacer what the path took of its last reply. */
+    private boolean lostSince(Resource r, int psn) {
+        long delivered = Math.max(0, Psn.compare(psn, r.startPsn));
+        return qp.pacer.lost(r.epoch, qp.fabric.clock.nanoTime(), delivered, r.startNs);
     }
 
     private Resource find(int pktPsn) {
