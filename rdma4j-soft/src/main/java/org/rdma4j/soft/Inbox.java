@@ -64,6 +64,18 @@ final class Inbox {
     }
 
     /**
+     * The oldest packet, left in the ring (the QP's executor only: the single consumer).
+     *
+     * @return it, valid until it is polled and {@link #done}; null when the ring is empty
+     */
+    Packet peek() {
+        if (ring.isEmpty()) {
+            return null;
+        }
+        return slots[ring.index(ring.consumerPosition())];
+    }
+
+    /**
      * @param seq from {@link #poll}
      * @return the packet in that slot
      */
