@@ -130,6 +130,12 @@ final class SoftChannel extends SoftResource implements CompletionChannel {
         w.handedOver = false;
         w.idle.reset();
         boolean roce = ctx.device.roceLink() != null;
+        // This thread polls no CQ while it waits: senders must run their packets' QPs themselves (so that the
+        // completion that raises the event is made at all), not leave them to it. Those they left before they saw
+        // it go are run in the loop below (in process the engine agent's check would take them only after ~1 ms:
+        // the event-driven round trip cost 2 ms, docs/benchmarks.md).
+        Burst polls = Burst.current();
+        polls.stopPolling();
         try {
             for (;;) {
                 if (closed) {
@@ -147,6 +153,7 @@ final class SoftChannel extends SoftResource implements CompletionChannel {
                 if (roce) {
                     ctx.device.pollIdle(); // the completion may be in the socket: receive it on this thread
                 }
+                polls.runHandedOver();
                 cq = take();
                 if (cq != null) {
                     return cq;
@@ -161,6 +168,7 @@ final class SoftChannel extends SoftResource implements CompletionChannel {
                 }
             }
         } finally {
+            polls.forgetPolled();
             removeWaiter(self);
             if (roce && !w.handedOver) {
                 ctx.device.waiterBlocking(); // the thread leaves the receive path: the agents take over
