@@ -394,7 +394,12 @@ final class SoftQp extends SoftResource implements QueuePair {
         if (!ok) {
             return false; // full: the sender runs it (or queues it behind the owner) below
         }
-        exec.markPending();
+        if (exec.isHeld()) {
+            // an owner runs it before it lets go. Only then: the pending flag is a volatile store, whose fence
+            // would wait here for the slot's lines to reach this core, and the poller finds the packet by
+            // itself (its empty poll looks at the inbox; the timer service's check covers a poller that stops)
+            exec.markPending();
+        }
         if (!active.handedOver(this)) {
             exec.schedule(); // the ready list is full: run it now
             return true;
@@ -430,12 +435,7 @@ final class SoftQp extends SoftResource implements QueuePair {
      * @return whether this thread ran the QP
      */
     boolean runHandedOver() {
-        if (!exec.tryAcquire()) {
-            return false;
-        }
-        exec.markPending();
-        exec.release();
-        return true;
+        return exec.tryRun();
     }
 
     /** Lets go of the peer executor kept for this QP's burst (owner only). */
