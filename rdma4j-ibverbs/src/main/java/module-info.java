@@ -7,6 +7,7 @@
 module org.rdma4j.ibverbs {
     requires transitive org.rdma4j.verbs;
     requires org.rdma4j.libc;
+    requires org.rdma4j.common;
 
     exports org.rdma4j.ibverbs;
 

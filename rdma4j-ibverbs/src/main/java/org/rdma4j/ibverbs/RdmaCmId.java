@@ -13,6 +13,7 @@ import java.net.UnknownHostException;
 import java.nio.ByteOrder;
 import java.time.Duration;
 
+import org.rdma4j.common.RdmaEvents;
 import org.rdma4j.libc.Errors;
 import org.rdma4j.verbs.Context;
 import org.rdma4j.verbs.Errno;
@@ -55,7 +56,8 @@ final class RdmaCmId implements CmIdSpi {
     private volatile IbvQp qp;
     private volatile boolean closed;
 
-    private RdmaCmId(RdmaCmProvider.State state, MemorySegment id, PortSpace ps, QpType qpType, CmEventSink sink) {
+    /** An ID over librdmacm's {@code rdma_cm_id} at {@code id} (registered in {@code state.ids} by the caller). */
+    RdmaCmId(RdmaCmProvider.State state, MemorySegment id, PortSpace ps, QpType qpType, CmEventSink sink) {
         this.state = state;
         this.id = id;
         this.portSpace = ps;
@@ -518,14 +520,15 @@ final class RdmaCmId implements CmIdSpi {
             RdmaCmId child = new RdmaCmId(state, newPtr, listener == null ? PortSpace.TCP : listener.portSpace,
                     listener == null ? QpType.RC : listener.qpType, null);
             state.ids.put(newPtr.address(), child);
-            CmEventSink s = listener == null || listener.closed ? null
-                    : listener.sink.connectRequest(child, info(t, status, ev, child.qpType));
+            CmEventInfo req = info(t, status, ev, child.qpType);
+            CmEventSink s = listener == null || listener.closed ? null : listener.sink.connectRequest(child, req);
             if (s == null) {
                 // no room (or no listener): librdmacm cannot leave a request unanswered; destroying the new ID
                 // makes the kernel reject it (cm_destroy_id on a REQ_RCVD ID sends a REJ)
                 child.destroyLater();
             } else {
                 child.sink = s;
+                child.recordEvent(req);
             }
             return;
         }
@@ -533,7 +536,31 @@ final class RdmaCmId implements CmIdSpi {
         if (c == null || c.closed || c.sink == null) {
             return;
         }
-        c.sink.post(info(t, status, ev, c.qpType));
+        CmEventInfo info = info(t, status, ev, c.qpType);
+        c.recordEvent(info);
+        c.sink.post(info);
+    }
+
+    /**
+     * The JFR event {@code org.rdma4j.CmEvent} of an rdma_cm event this ID hands to the application, with the
+     * fields rdma4j-cm's UserCmId records (docs/observability.md): so a connection over the kernel's CM shows
+     * in JDK Mission Control as one over rdma4j's own. Called by the agent only, before the event is
+     * acknowledged (the ID's memory is librdmacm's until its destroy, which waits for that acknowledgement).
+     */
+    private void recordEvent(CmEventInfo e) {
+        IbvQp q = qp;
+        RdmaEvents.cmEvent(deviceName(), e.type().name(), String.valueOf(localAddress()),
+                String.valueOf(remoteAddress()), q == null ? 0 : q.qpNum(), e.status());
+    }
+
+    /** {@return the name of the device the ID is bound to ({@code id->verbs}), or null before it is bound} */
+    private String deviceName() {
+        try {
+            Context c = context();
+            return c == null ? null : c.device().name();
+        } catch (VerbsException e) {
+            return null; // a context libibverbs did not list: the event is still recorded, without a device
+        }
     }
 
     /** Destroys the ID from another thread: rdma_destroy_id waits for this event's acknowledgement. */

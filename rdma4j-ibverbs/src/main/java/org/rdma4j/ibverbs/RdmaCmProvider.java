@@ -56,6 +56,21 @@ public final class RdmaCmProvider implements CmProvider {
             agent.start();
         }
 
+        /** A state without an event channel or agent: events reach it only through {@link RdmaCmId#dispatch}. */
+        private State() {
+            this.channel = MemorySegment.NULL;
+            this.fd = -1;
+            this.agent = null;
+        }
+
+        /**
+         * {@return a state with no event channel and no agent} The tests of the event conversion hand it events
+         * built in native memory; it never calls librdmacm.
+         */
+        static State detached() {
+            return new State();
+        }
+
         private void run() {
             Rdmacm.Handles h = Rdmacm.handles();
             try (Arena a = Arena.ofConfined()) {

@@ -101,7 +101,7 @@ final class RoceLink implements Link {
     private static final int GSO_MAX_BYTES = 65_000;
     private final Arena arena = Arena.ofShared();
     private final MemorySegment txBuf = arena.allocate(TX_BYTES + SLOT_BYTES, 64);
-    private final DatagramBatch txBatch = new DatagramBatch(TX_RUNS, 1);
+    private final DatagramBatch txBatch = new DatagramBatch(arena, TX_RUNS, 1);
     private final long[] runOff = new long[TX_RUNS];
     private final int[] runSeg = new int[TX_RUNS];
     private final int[] runLen = new int[TX_RUNS];
@@ -177,8 +177,14 @@ final class RoceLink implements Link {
         // Receive state, guarded by rxLock: whoever holds it receives and dispatches, so datagrams are
         // processed in the order the socket queued them even when an application thread polls too.
         private final java.util.concurrent.locks.ReentrantLock rxLock = new java.util.concurrent.locks.ReentrantLock();
-        private final DatagramBatch batch = GRO ? new DatagramBatch(RX_BATCH_GRO, RX_SLOT_GRO)
-                : new DatagramBatch(RX_BATCH, SLOT_BYTES);
+        /**
+         * The receive batch's memory (1 MiB with GRO): freed by {@link #freeBatch} when the endpoint ends, not left
+         * to the garbage collector (a process that opens and closes many RoCE devices, such as the long property
+         * runs of -Pslow, otherwise holds a MiB per closed endpoint until a GC happens to run).
+         */
+        private final Arena rxArena = Arena.ofShared();
+        private final DatagramBatch batch = GRO ? new DatagramBatch(rxArena, RX_BATCH_GRO, RX_SLOT_GRO)
+                : new DatagramBatch(rxArena, RX_BATCH, SLOT_BYTES);
         private final RoceParser parser = new RoceParser(RoceParser.IcrcCheck.SOLVE_IPV4_ID);
         private final RocePacket pkt = new RocePacket();
         private final PseudoHeader ip = new PseudoHeader();
@@ -208,6 +214,14 @@ final class RoceLink implements Link {
          */
         @Override
         public void run() {
+            try {
+                receiveLoop();
+            } finally {
+                freeBatch(); // the socket is closed or the link is: nobody receives on this endpoint again
+            }
+        }
+
+        private void receiveLoop() {
             while (!closed) {
                 try {
                     long sincePoll = pollerBlocked ? Long.MAX_VALUE : System.nanoTime() - lastPollerNs;
@@ -280,6 +294,28 @@ final class RoceLink implements Link {
         }
 
         /**
+         * Frees the receive batch (idempotent): under rxLock, so no thread is inside a receive or a dispatch that
+         * reads the batch's buffers; later drains see it freed and receive nothing. Called by the agent when it
+         * ends (socket closed: device close, or a group left) and by {@link RoceLink#close} for an agent that never
+         * ran or did not end in time.
+         */
+        void freeBatch() {
+            rxLock.lock();
+            try {
+                if (rxArena.scope().isAlive()) {
+                    rxArena.close();
+                }
+            } finally {
+                rxLock.unlock();
+            }
+        }
+
+        /** {@return whether the receive batch was freed (tests)} */
+        boolean batchFreed() {
+            return !rxArena.scope().isAlive();
+        }
+
+        /**
          * The thread that polled last is about to block on a completion channel: it receives no more, so the agent
          * takes over now, without the busy-poll window or the short waits after it.
          */
@@ -309,6 +345,9 @@ final class RoceLink implements Link {
                 return false;
             }
             try {
+                if (!rxArena.scope().isAlive()) {
+                    return false; // the endpoint ended (freeBatch): nothing to receive into
+                }
                 int n = socket.receiveBatchNow(batch);
                 if (n == 0) {
                     return false;
@@ -878,6 +917,13 @@ final class RoceLink implements Link {
                 }
             }
         }
+        // An agent that ended freed its receive batch; one that never started, or is still in a dispatch,
+        // has it freed here (under its rxLock, so after that dispatch)
+        for (Endpoint e : all) {
+            if (e.agent != Thread.currentThread()) {
+                e.freeBatch();
+            }
+        }
         // The transmit buffer (1 MiB) is a shared arena's: nothing frees it but close. Under txLock, so that no
         // sender is between building a packet and its sendmmsg; later sends stop at `closed` (send).
         // Without this every RoCE device closed leaked it: the long RoCE property runs of -Pslow (thousands of
@@ -890,6 +936,18 @@ final class RoceLink implements Link {
                 arena.close();
             }
         }
+    }
+
+    /** {@return whether every endpoint's receive batch is freed, groups' too (tests)} */
+    boolean receiveBatchesFreed() {
+        List<Endpoint> all = new ArrayList<>(endpoints);
+        all.addAll(groups.values());
+        for (Endpoint e : all) {
+            if (!e.batchFreed()) {
+                return false;
+            }
+        }
+        return !all.isEmpty();
     }
 
     /** {@return whether close has freed the transmit buffer (tests)} */

@@ -27,28 +27,41 @@ class SoftLossyConcurrentRcPropertiesTest {
 
     @Property(tries = 30)
     void everyPairDeliversExactlyOnceAndInOrderWhileTheOthersRun(@ForAll long seed) throws InterruptedException {
+        check(seed, PAIRS, 40);
+    }
+
+    /**
+     * One run: {@code pairs} RC QP pairs on one lossy fabric, each driven by its own thread through up to
+     * {@code maxOps} random operations (the slow tier runs more pairs and longer plans).
+     *
+     * @param seed   the run's seed (the faults' probabilities and each pair's plan)
+     * @param pairs  how many QP pairs, each with a thread of its own
+     * @param maxOps the most operations one pair's plan has
+     * @throws InterruptedException if interrupted while joining the threads
+     */
+    static void check(long seed, int pairs, int maxOps) throws InterruptedException {
         SplittableRandom r = new SplittableRandom(seed);
         double p = 0.05;
         FaultInjectingLink.Faults faults = new FaultInjectingLink.Faults(r.nextDouble() * p, r.nextDouble() * p,
                 r.nextDouble() * p, r.nextDouble() * p, r.nextDouble() * p, 1 + r.nextLong(3_000_000));
-        List<LossyPair> pairs = new ArrayList<>();
+        List<LossyPair> qps = new ArrayList<>();
         List<SplittableRandom> plans = new ArrayList<>();
         List<int[]> shapes = new ArrayList<>();
         try {
-            for (int i = 0; i < PAIRS; i++) {
+            for (int i = 0; i < pairs; i++) {
                 Mtu mtu = new Mtu[] {Mtu.MTU_256, Mtu.MTU_512, Mtu.MTU_1024, Mtu.MTU_4096}[r.nextInt(4)];
                 int psnA = r.nextBoolean() ? 0xFF_FFFF - r.nextInt(64) : r.nextInt(1 << 24);
                 int psnB = r.nextBoolean() ? 0xFF_FFFF - r.nextInt(64) : r.nextInt(1 << 24);
                 LossyPair.Config cfg = LossyPair.Config.of(QpType.RC).mtu(mtu).psns(psnA, psnB)
                         .rdAtomic(1 + r.nextInt(8));
-                pairs.add(i == 0 ? new LossyPair(cfg, seed, faults) : LossyPair.on(pairs.get(0), cfg));
+                qps.add(i == 0 ? new LossyPair(cfg, seed, faults) : LossyPair.on(qps.get(0), cfg));
                 plans.add(r.split());
-                shapes.add(new int[] {1 + r.nextInt(40), r.nextInt(4) == 0 ? 1 : 0});
+                shapes.add(new int[] {1 + r.nextInt(maxOps), r.nextInt(4) == 0 ? 1 : 0});
             }
             AtomicReference<Throwable> failure = new AtomicReference<>();
             List<Thread> threads = new ArrayList<>();
-            for (int i = 0; i < PAIRS; i++) {
-                LossyPair pair = pairs.get(i);
+            for (int i = 0; i < pairs; i++) {
+                LossyPair pair = qps.get(i);
                 SplittableRandom plan = plans.get(i);
                 int[] shape = shapes.get(i);
                 int n = i;
@@ -57,7 +70,7 @@ class SoftLossyConcurrentRcPropertiesTest {
                         new SoftLossyRcPropertiesTest().run(pair, plan, shape[0], shape[1] == 1);
                     } catch (Throwable t) {
                         failure.compareAndSet(null, new AssertionError("pair " + n + " (seed " + seed + ", "
-                                + shape[0] + " operations, " + PAIRS + " pairs at once) failed", t));
+                                + shape[0] + " operations, " + pairs + " pairs at once) failed", t));
                     }
                 }));
             }
@@ -65,15 +78,15 @@ class SoftLossyConcurrentRcPropertiesTest {
                 t.join(JOIN_MS);
                 if (t.isAlive()) {
                     failure.compareAndSet(null, new AssertionError(t.getName() + " did not finish within " + JOIN_MS
-                            + " ms (seed " + seed + ")\n" + pairs.get(0).describe()));
+                            + " ms (seed " + seed + ")\n" + qps.get(0).describe()));
                 }
             }
             if (failure.get() != null) {
                 throw new AssertionError(failure.get());
             }
         } finally {
-            for (int i = pairs.size() - 1; i >= 0; i--) {
-                pairs.get(i).close();
+            for (int i = qps.size() - 1; i >= 0; i--) {
+                qps.get(i).close();
             }
         }
     }
