@@ -52,6 +52,8 @@ final class Inbox {
     /** The consumer's view of the slot it is processing (valid from {@link #packet} to {@link #done}). */
     private final Packet rx = new Packet();
     private final Sgl rxInline = new Sgl(1);
+    /** The sequence {@link #rx} holds (decoded by {@link #peek}), or -1. */
+    private long rxSeq = -1;
 
     /** A large payload beside its slot. */
     private static final class Held {
@@ -153,13 +155,29 @@ final class Inbox {
     }
 
     /**
-     * The packet in a slot taken by {@link #poll}, decoded into the consumer's packet object (the QP's executor
-     * only; one slot at a time).
+     * The oldest packet, left in the ring (the QP's executor only: the single consumer).
+     *
+     * @return it, valid until it is polled and {@link #done}; null when the ring is empty
+     */
+    Packet peek() {
+        if (ring.isEmpty()) {
+            return null;
+        }
+        return packet(ring.consumerPosition());
+    }
+
+    /**
+     * The packet in a slot taken by {@link #poll} (or the oldest, for {@link #peek}), decoded into the consumer's
+     * packet object (the QP's executor only; one slot at a time).
      *
      * @param seq from {@link #poll}
      * @return the packet, valid until {@link #done}; its payload is stable until then
      */
     Packet packet(long seq) {
+        if (seq == rxSeq) {
+            return rx; // decoded by peek
+        }
+        rxSeq = seq;
         long[] w = words;
         int b = ring.base(seq);
         int i = ring.index(seq);
@@ -224,6 +242,7 @@ final class Inbox {
      * @param seq from {@link #poll}
      */
     void done(long seq) {
+        rxSeq = -1;
         rx.payload = null; // no reference to the sender's memory outlives the packet
         ring.release(seq);
     }

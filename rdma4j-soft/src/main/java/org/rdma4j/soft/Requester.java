@@ -75,6 +75,11 @@ final class Requester {
     }
 
     private void loop() {
+        // rxe rxe_requester stops at RXE_INFLIGHT_SKBS_PER_QP_HIGH skbs in flight and resumes when their
+        // destructors ran; a socket tells us nothing of the kind, so a segmenting path sends at most one burst
+        // per turn and resumes in the QP's next duty cycle, after the pacer's gap (docs/engine.md, "Pacing")
+        int burst = qp.payloadMax() == Integer.MAX_VALUE ? Integer.MAX_VALUE : Pacer.BURST;
+        int sent = 0;
         for (;;) {
             if (!qp.inbox.isEmpty()) {
                 // Packets that reached this QP while it sent (a peer this thread ran answered at once, or another
@@ -94,6 +99,13 @@ final class Requester {
                 qp.maybeSqDrained();
                 return;
             }
+            if (qp.paceDeadline != 0) {
+                return; // a paused burst: the pace timer resumes it
+            }
+            if (sent == burst) {
+                qp.pauseBurst();
+                return;
+            }
             SendWqe w = qp.slot(qp.reqIdx);
             if (w.state == SendWqe.POSTED || w.state == SendWqe.REWOUND) {
                 if (s == QpState.SQD) {
@@ -110,6 +122,7 @@ final class Requester {
             if (!sendNext(w)) {
                 return;
             }
+            sent++;
         }
     }
 

@@ -111,7 +111,21 @@ final class Responder {
         int rkey;
         int length;
         long orig;
+        /** The pacer's epoch when its responses were last sent (Pacer.lost). */
+        int epoch;
     }
+
+    // READ_REPLY (rxe: qp->resp.res while the READ has bytes left): the responses of the READ being answered
+    // that are still to be sent, in bursts (docs/engine.md, "Pacing"); requests wait in the inbox meanwhile.
+    private boolean replying;
+    private boolean replyResumed;
+    private Resource replyRes;
+    private SoftMr replyMr;
+    private int replyRkey;
+    private long replyVa;
+    private long replyLeft;
+    private int replyPsn;
+    private boolean replyFirst;
 
     Responder(SoftQp qp) {
         this.qp = qp;
@@ -131,6 +145,7 @@ final class Responder {
         dropMsg = false;
         haveWqe = false;
         writeMr = null;
+        endReply();
         for (Resource r : res) {
             r.type = 0;
         }
@@ -656,6 +671,7 @@ final class Responder {
         r.va = p.va;
         r.rkey = p.rkey;
         r.length = len;
+        r.epoch = qp.pacer.epoch();
         // C9-148: a READ advances the MSN when it executes.
         msn++;
         psn = Psn.add(p.psn, npkts);
@@ -663,42 +679,114 @@ final class Responder {
         lastOpcode = -1;
         SoftMr mr = writeMr;
         writeMr = null;
-        sendReadResponses(mr, p.va, len, p.psn, true);
+        sendReadResponses(r, mr, p.rkey, p.va, len, p.psn, true);
         return Err.NONE;
     }
 
     /**
-     * Sends the responses of an RDMA READ from {@code firstPsn} on.
+     * Starts sending the responses of an RDMA READ from {@code firstPsn} on (rxe read_reply): the first burst
+     * leaves now, the rest from {@link #continueReply} in later duty cycles of the QP.
      *
      * @param fromStart the responses start the READ's response sequence (FIRST or ONLY); false for a
      *                  replay that resumes in the middle (MIDDLE ... LAST, rxe read_reply in
      *                  rdatm_res_state_replay), which is what a requester that already holds the
      *                  first part expects (rxe check_ack accepts only MIDDLE/LAST then)
      */
-    private void sendReadResponses(SoftMr mr, long va, int len, int firstPsn, boolean fromStart) {
+    private void sendReadResponses(Resource r, SoftMr mr, int rkey, long va, int len, int firstPsn, boolean fromStart) {
+        replying = true;
+        replyRes = r;
+        replyResumed = false;
+        replyMr = mr;
+        replyRkey = rkey;
+        replyVa = va;
+        replyLeft = len & 0xFFFF_FFFFL;
+        replyPsn = firstPsn;
+        replyFirst = fromStart;
+        continueReply();
+    }
+
+    /**
+     * {@return whether a READ's responses are still to be sent: requests wait behind them (rxe get_req goes to
+     *     RESPST_READ_REPLY while qp->resp.res is set, before it looks at the next request)}
+     */
+    boolean replying() {
+        return replying && qp.state != QpState.ERR;
+    }
+
+    /**
+     * {@return whether a request may overtake the READ reply in progress: a duplicate of that READ (the requester
+     *     asks again for part of it), which {@link #duplicate} folds into the reply instead of answering after it}
+     *
+     * @param p a request, while {@link #replying}
+     */
+    boolean foldsIntoReply(Packet p) {
+        Resource r = replyRes;
+        return r != null && p.is(Opcodes.M_READ) && Psn.compare(p.psn, r.firstPsn) >= 0
+                && Psn.compare(p.psn, r.lastPsn) <= 0;
+    }
+
+    /**
+     * Sends the next burst of the READ being answered: at most {@link Pacer#BURST} responses on a segmenting path
+     * (a wire, or a fabric that segments at the MTU), after which the QP pauses ({@link SoftQp#pauseBurst}) and
+     * resumes here in a later duty cycle. rxe sends one response per call of its responder and resumes from
+     * qp->resp.res the same way (rxe_resp.c read_reply). A READ executed while held requests drain (loss
+     * recovery) is answered whole, so that the requests behind it are answered after it. Owner only.
+     */
+    void continueReply() {
+        if (!replying) {
+            return;
+        }
+        if (replyResumed && qp.device.lookupMr(replyRkey) != replyMr) {
+            // rxe read_reply: rxe_recheck_mr for every response but the first; the region went away meanwhile
+            endReply();
+            return;
+        }
+        replyResumed = true;
         int max = qp.payloadMax();
-        long sent = 0;
-        int pktPsn = firstPsn;
-        do {
-            int chunk = (int) Math.min(max, len - sent);
-            boolean first = sent == 0 && fromStart;
-            boolean last = sent + chunk == len;
+        boolean paced = max != Integer.MAX_VALUE && !draining;
+        int n = 0;
+        while (replying) {
+            if (qp.state == QpState.ERR) {
+                endReply();
+                return;
+            }
+            if (paced && n == Pacer.BURST) {
+                qp.pauseBurst();
+                return;
+            }
+            int chunk = (int) Math.min(max, replyLeft);
+            boolean first = replyFirst;
+            boolean last = chunk == replyLeft;
             Packet o = response(first && last ? Opcodes.READ_RESPONSE_ONLY : first ? Opcodes.READ_RESPONSE_FIRST
-                    : last ? Opcodes.READ_RESPONSE_LAST : Opcodes.READ_RESPONSE_MIDDLE, pktPsn);
+                    : last ? Opcodes.READ_RESPONSE_LAST : Opcodes.READ_RESPONSE_MIDDLE, replyPsn);
             o.syndrome = UNLIMITED;
             if (chunk > 0) {
                 one.clear();
-                if (!one.addMr(mr, va + sent - mr.address, chunk, DmaSpace.READ, piece) || !one.reachable(0, chunk)) {
-                    return; // the mapping or the memory went away (a replayed read after deregistration)
+                if (!one.addMr(replyMr, replyVa - replyMr.address, chunk, DmaSpace.READ, piece)
+                        || !one.reachable(0, chunk)) {
+                    endReply(); // the mapping or the memory went away (a replayed read after deregistration)
+                    return;
                 }
                 o.payload = one;
                 o.payloadOff = 0;
                 o.payloadLen = chunk;
             }
-            sent += chunk;
-            pktPsn = Psn.add(pktPsn, 1);
+            replyVa += chunk;
+            replyLeft -= chunk;
+            replyPsn = Psn.add(replyPsn, 1);
+            replyFirst = false;
+            if (last) {
+                endReply();
+            }
+            n++;
             qp.transmit(o);
-        } while (sent < len && qp.state != QpState.ERR);
+        }
+    }
+
+    private void endReply() {
+        replying = false;
+        replyMr = null;
+        replyRes = null;
     }
 
     private Err atomic(Packet p) {
@@ -884,12 +972,49 @@ final class Responder {
             if (mr == null || !mr.contains(p.va, len)) {
                 return;
             }
+            if (replying && r == replyRes) {
+                reReadDuringReply(p, len);
+                return;
+            }
+            // A re-read: the requester lost responses we sent (or gave up waiting for them). The pacer widens
+            // the gap between this QP's bursts, once for what it sent at the current gap (docs/engine.md, "Pacing").
+            if (qp.pacer.lost(r.epoch, qp.fabric.clock.nanoTime())) {
+                qp.count(SoftCounter.PACE_SLOWDOWNS);
+            }
+            r.epoch = qp.pacer.epoch();
             // rxe duplicate_request: replay from the requested PSN; past the first PSN the numbering
             // and the opcodes continue the original sequence (MIDDLE/LAST).
-            sendReadResponses(mr, p.va, (int) len, p.psn, p.psn == r.firstPsn);
+            sendReadResponses(r, mr, r.rkey, p.va, (int) len, p.psn, p.psn == r.firstPsn);
         } else if (p.is(Opcodes.M_ATOMIC) && r.type == Resource.ATOMIC) {
             sendAtomicAck(r.orig, p.psn); // replay the cached result, never re-execute
         }
+    }
+
+    /**
+     * A duplicate of the READ whose reply is still being sent (it overtook the requests waiting behind the reply:
+     * {@link #foldsIntoReply}). Where rxe would replay it after the reply (rxe duplicate_request, a second pass over
+     * the same PSNs), the reply is moved instead: a re-read of responses not sent yet means the requester's timer ran
+     * out while the reply waited for its gap, so the gap halves and the reply goes on at once; a re-read of responses
+     * already sent means they were lost (or are still on the way): the gap widens and the reply goes back to the PSN
+     * asked for, with the numbering and opcodes of the original sequence.
+     */
+    private void reReadDuringReply(Packet p, long len) {
+        Resource r = replyRes;
+        if (Psn.compare(p.psn, replyPsn) >= 0) {
+            if (qp.pacer.tooSlow()) {
+                qp.count(SoftCounter.PACE_SPEEDUPS);
+            }
+            qp.resumeBurstNow();
+            return;
+        }
+        if (qp.pacer.lost(r.epoch, qp.fabric.clock.nanoTime())) {
+            qp.count(SoftCounter.PACE_SLOWDOWNS);
+        }
+        r.epoch = qp.pacer.epoch();
+        replyVa = p.va;
+        replyLeft = len;
+        replyPsn = p.psn;
+        replyFirst = p.psn == r.firstPsn;
     }
 
     private Resource find(int pktPsn) {

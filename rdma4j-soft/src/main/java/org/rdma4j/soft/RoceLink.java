@@ -761,7 +761,8 @@ final class RoceLink implements Link {
      * packets, each run one UDP GSO datagram train. Called when a burst that queued packets ends
      * ({@link Burst#exit}) and whenever the queue is full or changes socket. Any thread.
      */
-    void flush() {
+    @Override
+    public void flush() {
         synchronized (txLock) {
             flushLocked();
         }
@@ -784,6 +785,8 @@ final class RoceLink implements Link {
             txBatch.setSegmentSize(i, runCount[i] > 1 ? runSeg[i] : 0);
         }
         int i = 0;
+        long backoff = 0;
+        long refusedSince = 0;
         while (i < n) {
             try {
                 int sent = ep.socket.sendBatch(txBatch, i, n - i);
@@ -793,11 +796,23 @@ final class RoceLink implements Link {
                     }
                 }
                 if (sent <= 0) {
-                    countLost(i, n); // a blocking socket does not return 0; never spin on it
-                    return;
+                    // EAGAIN: the send buffer is full (a send timeout passed, or a non-blocking socket)
+                    if ((refusedSince = refused(i, n, refusedSince, backoff = nextBackoff(backoff))) < 0) {
+                        return;
+                    }
+                    continue;
                 }
                 i += sent;
+                backoff = 0;
+                refusedSince = 0;
             } catch (NativeIOException e) {
+                if (e.errno() == Errors.ENOBUFS) {
+                    // the device queue or the qdisc is full (reported when the socket asks for errors: IP_RECVERR)
+                    if ((refusedSince = refused(i, n, refusedSince, backoff = nextBackoff(backoff))) < 0) {
+                        return;
+                    }
+                    continue;
+                }
                 if (runCount[i] > 1 && (e.errno() == Errors.EINVAL || e.errno() == Errors.EIO)) {
                     // The kernel refused the GSO send (udp_send_skb: e.g. no checksum offload on the route):
                     // count it, stop asking on this socket, and send the run's packets one by one.
@@ -816,6 +831,33 @@ final class RoceLink implements Link {
                 return;
             }
         }
+    }
+
+    /** Back-off after a refused send: 10 us, doubling to 1 ms. */
+    private static long nextBackoff(long ns) {
+        return ns == 0 ? 10_000 : Math.min(ns * 2, 1_000_000);
+    }
+
+    /** How long a flush keeps trying to send what the kernel refuses before it counts the rest lost. */
+    private static final long REFUSED_BUDGET_NS = 20_000_000;
+
+    /**
+     * The kernel refused runs [from, to) for want of buffer space: counted, kept, and tried again after {@code
+     * backoffNs} (the caller holds {@link #txLock}; the socket is full, so the other senders would wait anyway),
+     * unless the refusals have lasted longer than {@link #REFUSED_BUDGET_NS}: then the runs are lost (counted;
+     * RC retransmits).
+     *
+     * @return when the refusals began (to pass back), or -1 when the runs were given up
+     */
+    private long refused(int from, int to, long since, long backoffNs) {
+        long now = System.nanoTime();
+        device.count(SoftCounter.ROCE_TX_REFUSED, runCount[from]);
+        if (since != 0 && now - since > REFUSED_BUDGET_NS || closed) {
+            countLost(from, to);
+            return -1;
+        }
+        java.util.concurrent.locks.LockSupport.parkNanos(this, backoffNs);
+        return since == 0 ? now : since;
     }
 
     private void countLost(int from, int to) {

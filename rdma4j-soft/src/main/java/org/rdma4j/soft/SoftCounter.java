@@ -89,7 +89,25 @@ public enum SoftCounter {
      */
     DROP_HANDOFF_FULL,
     /** Failures of a background agent's duty cycle outside any QP's work (the agent carries on). */
-    AGENT_ERRORS;
+    AGENT_ERRORS,
+    /**
+     * Bursts a QP ended at the pacing bound (64 packets, rxe's RXE_INFLIGHT_SKBS_PER_QP_HIGH) with more of the
+     * operation to send, resumed in a later duty cycle (docs/engine.md, "Pacing").
+     */
+    PACED_BURSTS,
+    /** Re-reads of READ responses already sent that widened the QP's gap between bursts (docs/engine.md, "Pacing"). */
+    PACE_SLOWDOWNS,
+    /**
+     * Re-reads of READ responses not sent yet (the requester's timer ran out while the reply waited for its gap),
+     * which halved the gap and resumed the reply at once (docs/engine.md, "Pacing").
+     */
+    PACE_SPEEDUPS,
+    /**
+     * RoCE sends the kernel refused for want of buffer space (ENOBUFS, or EAGAIN from a full send buffer),
+     * kept and sent again after a back-off; a refusal that outlasts the back-off loses the packets ({@link
+     * #ROCE_TX_ERRORS}).
+     */
+    ROCE_TX_REFUSED;
 
     /** {@return whether the counter counts dropped packets (each count is a JFR event and a log line)} */
     public boolean isDrop() {

@@ -98,6 +98,10 @@ final class SoftQp extends SoftResource implements QueuePair {
     SoftQp timerNext;
     /** Set by the engine agent when a deadline passed; the duty cycle runs the timers and clears it. */
     volatile boolean timerDue;
+    /** When a paused burst resumes (docs/engine.md, "Pacing"); 0 when none waits. Written by the owner. */
+    volatile long paceDeadline;
+    /** The gap between this QP's bursts (owner only). */
+    final Pacer pacer = new Pacer();
 
     /** Serialises this QP's protocol work (docs/engine.md). */
     final QpExecutor exec;
@@ -299,6 +303,38 @@ final class SoftQp extends SoftResource implements QueuePair {
     }
 
     /**
+     * A role stopped at the pacing bound with more of its operation to send (docs/engine.md, "Pacing"): what the
+     * link holds leaves now, and the QP resumes after the pacer's gap, at once if there is none (the next duty
+     * cycle of this owner, after what the inbox holds). Owner only.
+     */
+    void pauseBurst() {
+        count(SoftCounter.PACED_BURSTS);
+        device.link.flush();
+        long now = fabric.clock.nanoTime();
+        long gap = pacer.gap(now);
+        if (gap == 0) {
+            exec.markPending();
+            return;
+        }
+        paceDeadline = now + gap;
+        fabric.timers.watch(this);
+    }
+
+    /**
+     * Whether a packet must wait in the inbox: a request while the responder still has a READ's responses to
+     * send (rxe get_req: RESPST_READ_REPLY comes before the next request). Owner only.
+     */
+    private boolean waits(Packet p) {
+        return p.is(Opcodes.M_REQ) && responder.replying() && !responder.foldsIntoReply(p);
+    }
+
+    /** A paused burst goes on in the next duty cycle, whatever its gap (owner only). */
+    void resumeBurstNow() {
+        paceDeadline = 0;
+        exec.markPending();
+    }
+
+    /**
      * Whether this thread owns the executor on behalf of a sender's burst without running this QP's work: the
      * sender delivers its next packets here directly, with no lock operation per packet (owner only).
      */
@@ -327,7 +363,12 @@ final class SoftQp extends SoftResource implements QueuePair {
                     if (!inbox.isEmpty()) {
                         drainInbox();
                     }
-                    process(p);
+                    if (!inbox.isEmpty() || waits(p)) {
+                        handOff(p); // behind a READ reply still being sent, or what waits for it
+                        ex.markPending();
+                    } else {
+                        process(p);
+                    }
                 } finally {
                     heldForSender = true;
                 }
@@ -343,6 +384,11 @@ final class SoftQp extends SoftResource implements QueuePair {
             try {
                 if (!inbox.isEmpty()) {
                     drainInbox(); // what arrived first is processed first
+                }
+                if (!inbox.isEmpty() || waits(p)) {
+                    handOff(p); // behind a READ reply still being sent, or what waits for it
+                    ex.markPending();
+                    return;
                 }
                 process(p);
                 SoftQp s = p.sender;
@@ -490,7 +536,8 @@ final class SoftQp extends SoftResource implements QueuePair {
         try {
             int n = 0;
             long seq;
-            while (n < INBOX_SLOTS && (seq = inbox.poll()) >= 0) {
+            Packet next;
+            while (n < INBOX_SLOTS && (next = inbox.peek()) != null && !waits(next) && (seq = inbox.poll()) >= 0) {
                 try {
                     process(inbox.packet(seq));
                 } finally {
@@ -509,8 +556,15 @@ final class SoftQp extends SoftResource implements QueuePair {
     /** Whether {@link #drainInbox} is running (owner only). */
     private boolean draining;
 
-    /** The duty cycle (QpExecutor.Work): inbox, due timers, requester. Owner only. */
+    /** The duty cycle (QpExecutor.Work): a READ reply's next burst, inbox, due timers, requester. Owner only. */
     private void dutyCycle() {
+        if (paceDeadline == 0 && responder.replying()) {
+            try {
+                responder.continueReply(); // rxe READ_REPLY: before the requests that wait behind it
+            } catch (Throwable t) {
+                EngineErrors.qpWorkFailed(this, "READ reply", t);
+            }
+        }
         if (!inbox.isEmpty()) {
             drainInbox();
         }
@@ -828,6 +882,8 @@ final class SoftQp extends SoftResource implements QueuePair {
         compIdx = 0;
         retransDeadline = 0;
         rnrDeadline = 0; // the timer service forgets a QP with no deadline
+        paceDeadline = 0;
+        pacer.reset();
         if (rq != null) {
             rq.reset();
         }
@@ -851,6 +907,7 @@ final class SoftQp extends SoftResource implements QueuePair {
         state = QpState.ERR;
         retransDeadline = 0;
         rnrDeadline = 0;
+        paceDeadline = 0;
         responder.dropHeld();
         flushSendQueue();
         if (srq != null) {
@@ -944,7 +1001,7 @@ final class SoftQp extends SoftResource implements QueuePair {
     }
 
     boolean hasArmedTimer() {
-        return retransDeadline != 0 || rnrDeadline != 0;
+        return retransDeadline != 0 || rnrDeadline != 0 || paceDeadline != 0;
     }
 
     long nextDeadline() {
@@ -955,10 +1012,17 @@ final class SoftQp extends SoftResource implements QueuePair {
         if (rnrDeadline != 0 && rnrDeadline - d < 0) {
             d = rnrDeadline;
         }
+        if (paceDeadline != 0 && paceDeadline - d < 0) {
+            d = paceDeadline;
+        }
         return d;
     }
 
     void onTimers(long nowNs) {
+        if (paceDeadline != 0 && nowNs - paceDeadline >= 0) {
+            paceDeadline = 0;
+            exec.markPending(); // the paused burst goes on in the next duty cycle (this owner's)
+        }
         if (rnrDeadline != 0 && nowNs - rnrDeadline >= 0) {
             rnrDeadline = 0;
             // rxe rnr_nak_timer: retry from the oldest unacknowledged PSN.
@@ -1322,6 +1386,7 @@ final class SoftQp extends SoftResource implements QueuePair {
             state = QpState.RESET;
             retransDeadline = 0;
             rnrDeadline = 0; // the timer service forgets a closed QP
+            paceDeadline = 0;
             device.removeQp(qpn);
             device.retire(this);
         } finally {
