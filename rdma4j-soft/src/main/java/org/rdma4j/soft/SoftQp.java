@@ -53,6 +53,8 @@ final class SoftQp extends SoftResource implements QueuePair {
     final int qpn;
     final RecvQueue rq;
     private final Arena arena;
+    /** The send queue's inline data, one stride per slot (SendWqe.inlineOff). */
+    final MemorySegment inlineArea;
 
     // Attributes (written by the owner after creation; state is volatile for posting and polling).
     volatile QpState state = QpState.RESET;
@@ -176,9 +178,9 @@ final class SoftQp extends SoftResource implements QueuePair {
         this.sq = new SendWqe[Bytes.ceilPow2(c.maxSendWr())];
         this.sqMask = sq.length - 1;
         int inl = Math.max(8, (c.maxInlineData() + 7) & ~7);
-        MemorySegment inlineArea = arena.allocate((long) inl * sq.length, 8);
+        this.inlineArea = arena.allocate((long) inl * sq.length, 8);
         for (int i = 0; i < sq.length; i++) {
-            sq[i] = new SendWqe(sendSge, inlineArea.asSlice((long) i * inl, inl), device.dma);
+            sq[i] = new SendWqe(sendSge, (long) i * inl, device.dma);
         }
         this.validOps = new boolean[WrOpcode.values().length];
         for (WrOpcode op : WrOpcode.values()) {
@@ -440,7 +442,12 @@ final class SoftQp extends SoftResource implements QueuePair {
         if (!ok) {
             return false; // full: the sender runs it (or queues it behind the owner) below
         }
-        exec.markPending();
+        if (exec.isHeld()) {
+            // an owner runs it before it lets go. Only then: the pending flag is a volatile store, whose fence
+            // would wait here for the slot's lines to reach this core, and the poller finds the packet by
+            // itself (its empty poll looks at the inbox; the timer service's check covers a poller that stops)
+            exec.markPending();
+        }
         if (!active.handedOver(this)) {
             exec.schedule(); // the ready list is full: run it now
             return true;
@@ -476,12 +483,7 @@ final class SoftQp extends SoftResource implements QueuePair {
      * @return whether this thread ran the QP
      */
     boolean runHandedOver() {
-        if (!exec.tryAcquire()) {
-            return false;
-        }
-        exec.markPending();
-        exec.release();
-        return true;
+        return exec.tryRun();
     }
 
     /** Lets go of the peer executor kept for this QP's burst (owner only). */
@@ -1128,43 +1130,59 @@ final class SoftQp extends SoftResource implements QueuePair {
         }
         SendWqe w = slot(sqHead);
         w.wrId = wr.wrId();
-        w.opcode = wr.opcode();
+        WrOpcode op = wr.opcode();
+        if (w.opcode != op) {
+            w.opcode = op; // reference stores only when they change: no GC barrier per request
+        }
         w.flags = wr.sendFlags();
         w.imm = wr.immData();
         w.remoteAddr = wr.remoteAddr();
         w.rkey = wr.rkey();
         w.compareAdd = wr.compareAdd();
         w.swap = wr.swap();
-        w.ah = (SoftAh) wr.ah();
+        SoftAh ah = (SoftAh) wr.ah();
+        if (w.ah != ah) {
+            w.ah = ah;
+        }
         w.remoteQpn = wr.remoteQpn();
         w.remoteQkey = wr.remoteQkey();
         w.signaled = sqSigAll || (wr.sendFlags() & SendFlags.SIGNALED) != 0;
         w.inline = (wr.sendFlags() & SendFlags.INLINE) != 0;
         int n = wr.numSge();
-        long total = 0;
-        for (int i = 0; i < n; i++) {
-            ScatterGatherEntry s = wr.sge(i);
-            w.addr[i] = s.addr();
-            w.len[i] = s.length();
-            w.lkey[i] = s.lkey();
-            MemorySegment b = s.segment();
-            if (w.buf[i] != b) {
-                w.buf[i] = b; // the CPU memory of a DMA-mapped entry; skip the store when unchanged
-            }
-            total += s.length();
-        }
         w.numSge = n;
-        w.length = total;
-        if (w.inline && !copyInline(w, wr)) {
-            return refuse(wr, Errno.EINVAL, "inline data of " + total + " bytes is not readable: each entry must lie"
-                    + " in its segment (ScatterGatherEntry.inline) or in a registered region of this context, and"
-                    + " in memory this thread may access");
+        if (w.inline) {
+            // the bytes are copied now; the scatter list is not kept (nothing reads it again)
+            if (!copyInline(w, wr)) {
+                long total = 0;
+                for (int i = 0; i < n; i++) {
+                    total += wr.sge(i).length();
+                }
+                return refuse(wr, Errno.EINVAL, "inline data of " + total + " bytes is not readable: each entry must"
+                        + " lie in its segment (ScatterGatherEntry.inline) or in a registered region of this context,"
+                        + " and in memory this thread may access");
+            }
+        } else {
+            long total = 0;
+            for (int i = 0; i < n; i++) {
+                ScatterGatherEntry s = wr.sge(i);
+                w.addr[i] = s.addr();
+                w.len[i] = s.length();
+                w.lkey[i] = s.lkey();
+                MemorySegment b = s.segment();
+                if (w.buf[i] != b) {
+                    w.buf[i] = b; // the CPU memory of a DMA-mapped entry; skip the store when unchanged
+                }
+                total += s.length();
+            }
+            w.length = total;
         }
         w.state = SendWqe.POSTED;
         w.sent = 0;
         w.received = 0;
         w.tookCredit = false;
-        w.status = null;
+        if (w.status != null) {
+            w.status = null;
+        }
         wr.postError(null);
         sqHead++;
         return true;
@@ -1240,9 +1258,14 @@ final class SoftQp extends SoftResource implements QueuePair {
         return false;
     }
 
-    /** Copies inline data into the WQE; the L_Key is not checked (ibv_post_send.3). */
+    /**
+     * Copies inline data into the WQE's stride of the inline area and sets its length; the L_Key is not checked
+     * (ibv_post_send.3).
+     */
     private boolean copyInline(SendWqe w, SendWorkRequest wr) {
         long pos = 0;
+        MemorySegment dst = inlineArea;
+        long base = w.inlineOff;
         try {
             for (int i = 0; i < w.numSge; i++) {
                 ScatterGatherEntry s = wr.sge(i);
@@ -1258,7 +1281,7 @@ final class SoftQp extends SoftResource implements QueuePair {
                     if (o < 0 || o > src.byteSize() - l) {
                         return false;
                     }
-                    Bytes.copy(src, o, w.inlineBuf, pos, l);
+                    Bytes.copy(src, o, dst, base + pos, l);
                 } else {
                     SoftMr mr = device.lookupMr(s.lkey());
                     if (mr == null || mr.pd.ctx != pd.ctx || !mr.contains(s.addr(), l)) {
@@ -1267,14 +1290,14 @@ final class SoftQp extends SoftResource implements QueuePair {
                     if (mr == null) {
                         return false; // an address outside registered memory cannot be read safely
                     }
-                    Bytes.copy(mr.segment, s.addr() - mr.address, w.inlineBuf, pos, l);
+                    Bytes.copy(mr.segment, s.addr() - mr.address, dst, base + pos, l);
                 }
                 pos += l;
             }
         } catch (IllegalStateException | IndexOutOfBoundsException | WrongThreadException ex) {
             return false; // a closed arena, a range outside the segment, a confined segment of another thread
         }
-        w.sgl.set(w.inlineBuf, 0, pos);
+        w.length = pos;
         return true;
     }
 
