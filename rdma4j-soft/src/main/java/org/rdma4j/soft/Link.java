@@ -27,6 +27,13 @@ interface Link {
      */
     void send(SoftDevice from, Packet p);
 
+    /**
+     * Sends what the link batched for the calling thread's burst now, not at the burst's end: a QP that paces a
+     * long operation flushes each burst before it builds the next (docs/engine.md, "Pacing"). Any thread.
+     */
+    default void flush() {
+    }
+
     /** Releases what the link holds (sockets, timers, held packets). Idempotent. */
     default void close() {
     }

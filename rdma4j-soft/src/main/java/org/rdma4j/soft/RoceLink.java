@@ -101,7 +101,7 @@ final class RoceLink implements Link {
     private static final int GSO_MAX_BYTES = 65_000;
     private final Arena arena = Arena.ofShared();
     private final MemorySegment txBuf = arena.allocate(TX_BYTES + SLOT_BYTES, 64);
-    private final DatagramBatch txBatch = new DatagramBatch(TX_RUNS, 1);
+    private final DatagramBatch txBatch = new DatagramBatch(arena, TX_RUNS, 1);
     private final long[] runOff = new long[TX_RUNS];
     private final int[] runSeg = new int[TX_RUNS];
     private final int[] runLen = new int[TX_RUNS];
@@ -177,8 +177,14 @@ final class RoceLink implements Link {
         // Receive state, guarded by rxLock: whoever holds it receives and dispatches, so datagrams are
         // processed in the order the socket queued them even when an application thread polls too.
         private final java.util.concurrent.locks.ReentrantLock rxLock = new java.util.concurrent.locks.ReentrantLock();
-        private final DatagramBatch batch = GRO ? new DatagramBatch(RX_BATCH_GRO, RX_SLOT_GRO)
-                : new DatagramBatch(RX_BATCH, SLOT_BYTES);
+        /**
+         * The receive batch's memory (1 MiB with GRO): freed by {@link #freeBatch} when the endpoint ends, not left
+         * to the garbage collector (a process that opens and closes many RoCE devices, such as the long property
+         * runs of -Pslow, otherwise holds a MiB per closed endpoint until a GC happens to run).
+         */
+        private final Arena rxArena = Arena.ofShared();
+        private final DatagramBatch batch = GRO ? new DatagramBatch(rxArena, RX_BATCH_GRO, RX_SLOT_GRO)
+                : new DatagramBatch(rxArena, RX_BATCH, SLOT_BYTES);
         private final RoceParser parser = new RoceParser(RoceParser.IcrcCheck.SOLVE_IPV4_ID);
         private final RocePacket pkt = new RocePacket();
         private final PseudoHeader ip = new PseudoHeader();
@@ -208,6 +214,14 @@ final class RoceLink implements Link {
          */
         @Override
         public void run() {
+            try {
+                receiveLoop();
+            } finally {
+                freeBatch(); // the socket is closed or the link is: nobody receives on this endpoint again
+            }
+        }
+
+        private void receiveLoop() {
             while (!closed) {
                 try {
                     long sincePoll = pollerBlocked ? Long.MAX_VALUE : System.nanoTime() - lastPollerNs;
@@ -280,6 +294,28 @@ final class RoceLink implements Link {
         }
 
         /**
+         * Frees the receive batch (idempotent): under rxLock, so no thread is inside a receive or a dispatch that
+         * reads the batch's buffers; later drains see it freed and receive nothing. Called by the agent when it
+         * ends (socket closed: device close, or a group left) and by {@link RoceLink#close} for an agent that never
+         * ran or did not end in time.
+         */
+        void freeBatch() {
+            rxLock.lock();
+            try {
+                if (rxArena.scope().isAlive()) {
+                    rxArena.close();
+                }
+            } finally {
+                rxLock.unlock();
+            }
+        }
+
+        /** {@return whether the receive batch was freed (tests)} */
+        boolean batchFreed() {
+            return !rxArena.scope().isAlive();
+        }
+
+        /**
          * The thread that polled last is about to block on a completion channel: it receives no more, so the agent
          * takes over now, without the busy-poll window or the short waits after it.
          */
@@ -309,6 +345,9 @@ final class RoceLink implements Link {
                 return false;
             }
             try {
+                if (!rxArena.scope().isAlive()) {
+                    return false; // the endpoint ended (freeBatch): nothing to receive into
+                }
                 int n = socket.receiveBatchNow(batch);
                 if (n == 0) {
                     return false;
@@ -722,7 +761,8 @@ final class RoceLink implements Link {
      * packets, each run one UDP GSO datagram train. Called when a burst that queued packets ends
      * ({@link Burst#exit}) and whenever the queue is full or changes socket. Any thread.
      */
-    void flush() {
+    @Override
+    public void flush() {
         synchronized (txLock) {
             flushLocked();
         }
@@ -745,6 +785,8 @@ final class RoceLink implements Link {
             txBatch.setSegmentSize(i, runCount[i] > 1 ? runSeg[i] : 0);
         }
         int i = 0;
+        long backoff = 0;
+        long refusedSince = 0;
         while (i < n) {
             try {
                 int sent = ep.socket.sendBatch(txBatch, i, n - i);
@@ -754,11 +796,23 @@ final class RoceLink implements Link {
                     }
                 }
                 if (sent <= 0) {
-                    countLost(i, n); // a blocking socket does not return 0; never spin on it
-                    return;
+                    // EAGAIN: the send buffer is full (a send timeout passed, or a non-blocking socket)
+                    if ((refusedSince = refused(i, n, refusedSince, backoff = nextBackoff(backoff))) < 0) {
+                        return;
+                    }
+                    continue;
                 }
                 i += sent;
+                backoff = 0;
+                refusedSince = 0;
             } catch (NativeIOException e) {
+                if (e.errno() == Errors.ENOBUFS) {
+                    // the device queue or the qdisc is full (reported when the socket asks for errors: IP_RECVERR)
+                    if ((refusedSince = refused(i, n, refusedSince, backoff = nextBackoff(backoff))) < 0) {
+                        return;
+                    }
+                    continue;
+                }
                 if (runCount[i] > 1 && (e.errno() == Errors.EINVAL || e.errno() == Errors.EIO)) {
                     // The kernel refused the GSO send (udp_send_skb: e.g. no checksum offload on the route):
                     // count it, stop asking on this socket, and send the run's packets one by one.
@@ -777,6 +831,33 @@ final class RoceLink implements Link {
                 return;
             }
         }
+    }
+
+    /** Back-off after a refused send: 10 us, doubling to 1 ms. */
+    private static long nextBackoff(long ns) {
+        return ns == 0 ? 10_000 : Math.min(ns * 2, 1_000_000);
+    }
+
+    /** How long a flush keeps trying to send what the kernel refuses before it counts the rest lost. */
+    private static final long REFUSED_BUDGET_NS = 20_000_000;
+
+    /**
+     * The kernel refused runs [from, to) for want of buffer space: counted, kept, and tried again after {@code
+     * backoffNs} (the caller holds {@link #txLock}; the socket is full, so the other senders would wait anyway),
+     * unless the refusals have lasted longer than {@link #REFUSED_BUDGET_NS}: then the runs are lost (counted;
+     * RC retransmits).
+     *
+     * @return when the refusals began (to pass back), or -1 when the runs were given up
+     */
+    private long refused(int from, int to, long since, long backoffNs) {
+        long now = System.nanoTime();
+        device.count(SoftCounter.ROCE_TX_REFUSED, runCount[from]);
+        if (since != 0 && now - since > REFUSED_BUDGET_NS || closed) {
+            countLost(from, to);
+            return -1;
+        }
+        java.util.concurrent.locks.LockSupport.parkNanos(this, backoffNs);
+        return since == 0 ? now : since;
     }
 
     private void countLost(int from, int to) {
@@ -878,6 +959,13 @@ final class RoceLink implements Link {
                 }
             }
         }
+        // An agent that ended freed its receive batch; one that never started, or is still in a dispatch,
+        // has it freed here (under its rxLock, so after that dispatch)
+        for (Endpoint e : all) {
+            if (e.agent != Thread.currentThread()) {
+                e.freeBatch();
+            }
+        }
         // The transmit buffer (1 MiB) is a shared arena's: nothing frees it but close. Under txLock, so that no
         // sender is between building a packet and its sendmmsg; later sends stop at `closed` (send).
         // Without this every RoCE device closed leaked it: the long RoCE property runs of -Pslow (thousands of
@@ -890,6 +978,18 @@ final class RoceLink implements Link {
                 arena.close();
             }
         }
+    }
+
+    /** {@return whether every endpoint's receive batch is freed, groups' too (tests)} */
+    boolean receiveBatchesFreed() {
+        List<Endpoint> all = new ArrayList<>(endpoints);
+        all.addAll(groups.values());
+        for (Endpoint e : all) {
+            if (!e.batchFreed()) {
+                return false;
+            }
+        }
+        return !all.isEmpty();
     }
 
     /** {@return whether close has freed the transmit buffer (tests)} */

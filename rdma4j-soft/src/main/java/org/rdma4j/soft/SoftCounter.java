@@ -20,6 +20,12 @@ public enum SoftCounter {
      */
     SEQ_NAK_REPEATS,
     /**
+     * Sequence NAKs a responder found spurious: the request it NAKed arrived after all, and then again (the
+     * requester's resend). Each raises the responder's NAK threshold to the reordering it saw (docs/roce.md,
+     * "Loss recovery").
+     */
+    SPURIOUS_SEQ_NAKS,
+    /**
      * Out-of-sequence requests a responder held until the gap before them filled, executed then in
      * order (rxe drops them; docs/roce.md, "Loss recovery").
      */
@@ -89,7 +95,25 @@ public enum SoftCounter {
      */
     DROP_HANDOFF_FULL,
     /** Failures of a background agent's duty cycle outside any QP's work (the agent carries on). */
-    AGENT_ERRORS;
+    AGENT_ERRORS,
+    /**
+     * Bursts a QP ended at the pacing bound (64 packets, rxe's RXE_INFLIGHT_SKBS_PER_QP_HIGH) with more of the
+     * operation to send, resumed in a later duty cycle (docs/engine.md, "Pacing").
+     */
+    PACED_BURSTS,
+    /** Re-reads of READ responses already sent that widened the QP's gap between bursts (docs/engine.md, "Pacing"). */
+    PACE_SLOWDOWNS,
+    /**
+     * Re-reads of READ responses not sent yet (the requester's timer ran out while the reply waited for its gap),
+     * which halved the gap and resumed the reply at once (docs/engine.md, "Pacing").
+     */
+    PACE_SPEEDUPS,
+    /**
+     * RoCE sends the kernel refused for want of buffer space (ENOBUFS, or EAGAIN from a full send buffer),
+     * kept and sent again after a back-off; a refusal that outlasts the back-off loses the packets ({@link
+     * #ROCE_TX_ERRORS}).
+     */
+    ROCE_TX_REFUSED;
 
     /** {@return whether the counter counts dropped packets (each count is a JFR event and a log line)} */
     public boolean isDrop() {

@@ -53,6 +53,8 @@ final class SoftQp extends SoftResource implements QueuePair {
     final int qpn;
     final RecvQueue rq;
     private final Arena arena;
+    /** The send queue's inline data, one stride per slot (SendWqe.inlineOff). */
+    final MemorySegment inlineArea;
 
     // Attributes (written by the owner after creation; state is volatile for posting and polling).
     volatile QpState state = QpState.RESET;
@@ -96,6 +98,10 @@ final class SoftQp extends SoftResource implements QueuePair {
     SoftQp timerNext;
     /** Set by the engine agent when a deadline passed; the duty cycle runs the timers and clears it. */
     volatile boolean timerDue;
+    /** When a paused burst resumes (docs/engine.md, "Pacing"); 0 when none waits. Written by the owner. */
+    volatile long paceDeadline;
+    /** The gap between this QP's bursts (owner only). */
+    final Pacer pacer = new Pacer();
 
     /** Serialises this QP's protocol work (docs/engine.md). */
     final QpExecutor exec;
@@ -172,9 +178,9 @@ final class SoftQp extends SoftResource implements QueuePair {
         this.sq = new SendWqe[Bytes.ceilPow2(c.maxSendWr())];
         this.sqMask = sq.length - 1;
         int inl = Math.max(8, (c.maxInlineData() + 7) & ~7);
-        MemorySegment inlineArea = arena.allocate((long) inl * sq.length, 8);
+        this.inlineArea = arena.allocate((long) inl * sq.length, 8);
         for (int i = 0; i < sq.length; i++) {
-            sq[i] = new SendWqe(sendSge, inlineArea.asSlice((long) i * inl, inl), device.dma);
+            sq[i] = new SendWqe(sendSge, (long) i * inl, device.dma);
         }
         this.validOps = new boolean[WrOpcode.values().length];
         for (WrOpcode op : WrOpcode.values()) {
@@ -297,6 +303,38 @@ final class SoftQp extends SoftResource implements QueuePair {
     }
 
     /**
+     * A role stopped at the pacing bound with more of its operation to send (docs/engine.md, "Pacing"): what the
+     * link holds leaves now, and the QP resumes after the pacer's gap, at once if there is none (the next duty
+     * cycle of this owner, after what the inbox holds). Owner only.
+     */
+    void pauseBurst() {
+        count(SoftCounter.PACED_BURSTS);
+        device.link.flush();
+        long now = fabric.clock.nanoTime();
+        long gap = pacer.gap(now);
+        if (gap == 0) {
+            exec.markPending();
+            return;
+        }
+        paceDeadline = now + gap;
+        fabric.timers.watch(this);
+    }
+
+    /**
+     * Whether a packet must wait in the inbox: a request while the responder still has a READ's responses to
+     * send (rxe get_req: RESPST_READ_REPLY comes before the next request). Owner only.
+     */
+    private boolean waits(Packet p) {
+        return p.is(Opcodes.M_REQ) && responder.replying() && !responder.foldsIntoReply(p);
+    }
+
+    /** A paused burst goes on in the next duty cycle, whatever its gap (owner only). */
+    void resumeBurstNow() {
+        paceDeadline = 0;
+        exec.markPending();
+    }
+
+    /**
      * Whether this thread owns the executor on behalf of a sender's burst without running this QP's work: the
      * sender delivers its next packets here directly, with no lock operation per packet (owner only).
      */
@@ -325,7 +363,12 @@ final class SoftQp extends SoftResource implements QueuePair {
                     if (!inbox.isEmpty()) {
                         drainInbox();
                     }
-                    process(p);
+                    if (!inbox.isEmpty() || waits(p)) {
+                        handOff(p); // behind a READ reply still being sent, or what waits for it
+                        ex.markPending();
+                    } else {
+                        process(p);
+                    }
                 } finally {
                     heldForSender = true;
                 }
@@ -341,6 +384,11 @@ final class SoftQp extends SoftResource implements QueuePair {
             try {
                 if (!inbox.isEmpty()) {
                     drainInbox(); // what arrived first is processed first
+                }
+                if (!inbox.isEmpty() || waits(p)) {
+                    handOff(p); // behind a READ reply still being sent, or what waits for it
+                    ex.markPending();
+                    return;
                 }
                 process(p);
                 SoftQp s = p.sender;
@@ -394,7 +442,12 @@ final class SoftQp extends SoftResource implements QueuePair {
         if (!ok) {
             return false; // full: the sender runs it (or queues it behind the owner) below
         }
-        exec.markPending();
+        if (exec.isHeld()) {
+            // an owner runs it before it lets go. Only then: the pending flag is a volatile store, whose fence
+            // would wait here for the slot's lines to reach this core, and the poller finds the packet by
+            // itself (its empty poll looks at the inbox; the timer service's check covers a poller that stops)
+            exec.markPending();
+        }
         if (!active.handedOver(this)) {
             exec.schedule(); // the ready list is full: run it now
             return true;
@@ -430,12 +483,7 @@ final class SoftQp extends SoftResource implements QueuePair {
      * @return whether this thread ran the QP
      */
     boolean runHandedOver() {
-        if (!exec.tryAcquire()) {
-            return false;
-        }
-        exec.markPending();
-        exec.release();
-        return true;
+        return exec.tryRun();
     }
 
     /** Lets go of the peer executor kept for this QP's burst (owner only). */
@@ -488,7 +536,8 @@ final class SoftQp extends SoftResource implements QueuePair {
         try {
             int n = 0;
             long seq;
-            while (n < INBOX_SLOTS && (seq = inbox.poll()) >= 0) {
+            Packet next;
+            while (n < INBOX_SLOTS && (next = inbox.peek()) != null && !waits(next) && (seq = inbox.poll()) >= 0) {
                 try {
                     process(inbox.packet(seq));
                 } finally {
@@ -507,8 +556,15 @@ final class SoftQp extends SoftResource implements QueuePair {
     /** Whether {@link #drainInbox} is running (owner only). */
     private boolean draining;
 
-    /** The duty cycle (QpExecutor.Work): inbox, due timers, requester. Owner only. */
+    /** The duty cycle (QpExecutor.Work): a READ reply's next burst, inbox, due timers, requester. Owner only. */
     private void dutyCycle() {
+        if (paceDeadline == 0 && responder.replying()) {
+            try {
+                responder.continueReply(); // rxe READ_REPLY: before the requests that wait behind it
+            } catch (Throwable t) {
+                EngineErrors.qpWorkFailed(this, "READ reply", t);
+            }
+        }
         if (!inbox.isEmpty()) {
             drainInbox();
         }
@@ -826,6 +882,8 @@ final class SoftQp extends SoftResource implements QueuePair {
         compIdx = 0;
         retransDeadline = 0;
         rnrDeadline = 0; // the timer service forgets a QP with no deadline
+        paceDeadline = 0;
+        pacer.reset();
         if (rq != null) {
             rq.reset();
         }
@@ -849,6 +907,7 @@ final class SoftQp extends SoftResource implements QueuePair {
         state = QpState.ERR;
         retransDeadline = 0;
         rnrDeadline = 0;
+        paceDeadline = 0;
         responder.dropHeld();
         flushSendQueue();
         if (srq != null) {
@@ -942,7 +1001,7 @@ final class SoftQp extends SoftResource implements QueuePair {
     }
 
     boolean hasArmedTimer() {
-        return retransDeadline != 0 || rnrDeadline != 0;
+        return retransDeadline != 0 || rnrDeadline != 0 || paceDeadline != 0;
     }
 
     long nextDeadline() {
@@ -953,10 +1012,17 @@ final class SoftQp extends SoftResource implements QueuePair {
         if (rnrDeadline != 0 && rnrDeadline - d < 0) {
             d = rnrDeadline;
         }
+        if (paceDeadline != 0 && paceDeadline - d < 0) {
+            d = paceDeadline;
+        }
         return d;
     }
 
     void onTimers(long nowNs) {
+        if (paceDeadline != 0 && nowNs - paceDeadline >= 0) {
+            paceDeadline = 0;
+            exec.markPending(); // the paused burst goes on in the next duty cycle (this owner's)
+        }
         if (rnrDeadline != 0 && nowNs - rnrDeadline >= 0) {
             rnrDeadline = 0;
             // rxe rnr_nak_timer: retry from the oldest unacknowledged PSN.
@@ -1064,43 +1130,59 @@ final class SoftQp extends SoftResource implements QueuePair {
         }
         SendWqe w = slot(sqHead);
         w.wrId = wr.wrId();
-        w.opcode = wr.opcode();
+        WrOpcode op = wr.opcode();
+        if (w.opcode != op) {
+            w.opcode = op; // reference stores only when they change: no GC barrier per request
+        }
         w.flags = wr.sendFlags();
         w.imm = wr.immData();
         w.remoteAddr = wr.remoteAddr();
         w.rkey = wr.rkey();
         w.compareAdd = wr.compareAdd();
         w.swap = wr.swap();
-        w.ah = (SoftAh) wr.ah();
+        SoftAh ah = (SoftAh) wr.ah();
+        if (w.ah != ah) {
+            w.ah = ah;
+        }
         w.remoteQpn = wr.remoteQpn();
         w.remoteQkey = wr.remoteQkey();
         w.signaled = sqSigAll || (wr.sendFlags() & SendFlags.SIGNALED) != 0;
         w.inline = (wr.sendFlags() & SendFlags.INLINE) != 0;
         int n = wr.numSge();
-        long total = 0;
-        for (int i = 0; i < n; i++) {
-            ScatterGatherEntry s = wr.sge(i);
-            w.addr[i] = s.addr();
-            w.len[i] = s.length();
-            w.lkey[i] = s.lkey();
-            MemorySegment b = s.segment();
-            if (w.buf[i] != b) {
-                w.buf[i] = b; // the CPU memory of a DMA-mapped entry; skip the store when unchanged
-            }
-            total += s.length();
-        }
         w.numSge = n;
-        w.length = total;
-        if (w.inline && !copyInline(w, wr)) {
-            return refuse(wr, Errno.EINVAL, "inline data of " + total + " bytes is not readable: each entry must lie"
-                    + " in its segment (ScatterGatherEntry.inline) or in a registered region of this context, and"
-                    + " in memory this thread may access");
+        if (w.inline) {
+            // the bytes are copied now; the scatter list is not kept (nothing reads it again)
+            if (!copyInline(w, wr)) {
+                long total = 0;
+                for (int i = 0; i < n; i++) {
+                    total += wr.sge(i).length();
+                }
+                return refuse(wr, Errno.EINVAL, "inline data of " + total + " bytes is not readable: each entry must"
+                        + " lie in its segment (ScatterGatherEntry.inline) or in a registered region of this context,"
+                        + " and in memory this thread may access");
+            }
+        } else {
+            long total = 0;
+            for (int i = 0; i < n; i++) {
+                ScatterGatherEntry s = wr.sge(i);
+                w.addr[i] = s.addr();
+                w.len[i] = s.length();
+                w.lkey[i] = s.lkey();
+                MemorySegment b = s.segment();
+                if (w.buf[i] != b) {
+                    w.buf[i] = b; // the CPU memory of a DMA-mapped entry; skip the store when unchanged
+                }
+                total += s.length();
+            }
+            w.length = total;
         }
         w.state = SendWqe.POSTED;
         w.sent = 0;
         w.received = 0;
         w.tookCredit = false;
-        w.status = null;
+        if (w.status != null) {
+            w.status = null;
+        }
         wr.postError(null);
         sqHead++;
         return true;
@@ -1176,9 +1258,14 @@ final class SoftQp extends SoftResource implements QueuePair {
         return false;
     }
 
-    /** Copies inline data into the WQE; the L_Key is not checked (ibv_post_send.3). */
+    /**
+     * Copies inline data into the WQE's stride of the inline area and sets its length; the L_Key is not checked
+     * (ibv_post_send.3).
+     */
     private boolean copyInline(SendWqe w, SendWorkRequest wr) {
         long pos = 0;
+        MemorySegment dst = inlineArea;
+        long base = w.inlineOff;
         try {
             for (int i = 0; i < w.numSge; i++) {
                 ScatterGatherEntry s = wr.sge(i);
@@ -1194,7 +1281,7 @@ final class SoftQp extends SoftResource implements QueuePair {
                     if (o < 0 || o > src.byteSize() - l) {
                         return false;
                     }
-                    Bytes.copy(src, o, w.inlineBuf, pos, l);
+                    Bytes.copy(src, o, dst, base + pos, l);
                 } else {
                     SoftMr mr = device.lookupMr(s.lkey());
                     if (mr == null || mr.pd.ctx != pd.ctx || !mr.contains(s.addr(), l)) {
@@ -1203,14 +1290,14 @@ final class SoftQp extends SoftResource implements QueuePair {
                     if (mr == null) {
                         return false; // an address outside registered memory cannot be read safely
                     }
-                    Bytes.copy(mr.segment, s.addr() - mr.address, w.inlineBuf, pos, l);
+                    Bytes.copy(mr.segment, s.addr() - mr.address, dst, base + pos, l);
                 }
                 pos += l;
             }
         } catch (IllegalStateException | IndexOutOfBoundsException | WrongThreadException ex) {
             return false; // a closed arena, a range outside the segment, a confined segment of another thread
         }
-        w.sgl.set(w.inlineBuf, 0, pos);
+        w.length = pos;
         return true;
     }
 
@@ -1299,6 +1386,7 @@ final class SoftQp extends SoftResource implements QueuePair {
             state = QpState.RESET;
             retransDeadline = 0;
             rnrDeadline = 0; // the timer service forgets a closed QP
+            paceDeadline = 0;
             device.removeQp(qpn);
             device.retire(this);
         } finally {

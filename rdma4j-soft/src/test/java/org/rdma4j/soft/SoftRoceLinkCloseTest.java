@@ -20,7 +20,7 @@ import org.rdma4j.verbs.QueuePair;
 
 /**
  * Closing a RoCE device's link frees its native memory: the transmit buffer lives in a shared arena, which
- * nothing but close frees. It used to stay allocated (1 MiB per device) for the life of the process, and the
+ * nothing but close frees, and each endpoint's receive batch in its own, freed when its agent ends. It used to stay allocated (1 MiB per device) for the life of the process, and the
  * -Pslow RoCE property runs, which make thousands of device pairs, grew past 20 GB and were OOM-killed.
  */
 class SoftRoceLinkCloseTest {
@@ -38,9 +38,12 @@ class SoftRoceLinkCloseTest {
                          .cap(new QpCapabilities(4, 4, 1, 1, 0)))) {
                 assertEquals(QpType.RC, qp.type());
                 assertFalse(link.transmitBufferFreed(), "in use while the device is open");
+                assertFalse(link.receiveBatchesFreed(), "the receive batches too");
             }
         }
         assertTrue(link.transmitBufferFreed(), "freed when the fabric closed its links");
+        assertTrue(link.receiveBatchesFreed(), "and every endpoint's receive batch (1 MiB each with GRO), not left"
+                + " to the garbage collector");
         link.close(); // a second close is harmless
     }
 }

@@ -53,20 +53,37 @@ public final class DatagramBatch {
     private int dirty;
 
     /**
-     * Creates a batch with its buffers.
+     * Creates a batch with its buffers in native memory that the garbage collector frees once the batch is
+     * unreachable ({@link Arena#ofAuto}): fine for a few long-lived batches; a batch made and dropped often, or a
+     * large one (a GRO receive batch is about 1 MiB), should use {@link #DatagramBatch(Arena, int, int)}.
      *
      * @param capacity number of slots, 1..1024 (the kernel's UIO_MAXIOV caps one call at 1024)
      * @param slotSize bytes of the buffer each slot owns, at least 1
      */
     public DatagramBatch(int capacity, int slotSize) {
+        this(Arena.ofAuto(), capacity, slotSize);
+    }
+
+    /**
+     * Creates a batch with its buffers allocated from {@code arena}: they are freed when the arena closes, and
+     * the batch must not be used after that (every access then fails with {@link IllegalStateException}, never
+     * touching freed memory). A socket call on the batch needs the arena alive for the whole call: close it
+     * only when no thread can be in such a call (for example under the lock its users hold).
+     *
+     * @param arena    where the slots, addresses, control buffers and slot buffers live; a shared arena when
+     *                 more than one thread uses the batch (one at a time)
+     * @param capacity number of slots, 1..1024 (the kernel's UIO_MAXIOV caps one call at 1024)
+     * @param slotSize bytes of the buffer each slot owns, at least 1
+     */
+    public DatagramBatch(Arena arena, int capacity, int slotSize) {
         if (capacity < 1 || capacity > 1024) {
             throw new IllegalArgumentException("capacity " + capacity + " (expected 1..1024)");
         }
         if (slotSize < 1) {
             throw new IllegalArgumentException("slotSize " + slotSize + " (expected >= 1)");
         }
+        java.util.Objects.requireNonNull(arena, "arena");
         this.capacity = capacity;
-        Arena arena = Arena.ofAuto();
         this.msgs = arena.allocate(Libc.MMSGHDR_SIZE * capacity, 8);
         this.iovs = arena.allocate(Libc.IOVEC_SIZE * capacity, 8);
         MemorySegment names = arena.allocate((long) Libc.SOCKADDR_SIZE * capacity, 8);
