@@ -101,12 +101,14 @@ final class IbvCq extends IbvObject implements CompletionQueue {
         if (want <= 0) {
             return 0;
         }
-        if (!uses.tryEnter()) {
-            throw new VerbsException(Errno.EINVAL, "ibv_poll_cq: " + describe() + " is closed (destroyed)");
-        }
         try {
             int total = 0;
+            // the lock is the poller's use of the CQ: close refuses new calls, then takes it before the native
+            // destroy, so a poller inside runs to its end and a later one is refused here
             synchronized (pollLock) {
+                if (uses.isClosed()) {
+                    throw closed();
+                }
                 while (total < want) {
                     int n = Math.min(BATCH, want - total);
                     int got = (int) Ibv.POLL_CQ.invokeExact(pollFn, ptr, n, wcs);
@@ -127,18 +129,20 @@ final class IbvCq extends IbvObject implements CompletionQueue {
             throw e;
         } catch (Throwable t) {
             throw Ibv.rethrow(t);
-        } finally {
-            uses.exit();
         }
+    }
+
+    private VerbsException closed() {
+        return new VerbsException(Errno.EINVAL, "ibv_poll_cq: " + describe() + " is closed (destroyed)");
     }
 
     @Override
     public boolean poll(WorkCompletion wc) {
-        if (!uses.tryEnter()) {
-            throw new VerbsException(Errno.EINVAL, "ibv_poll_cq: " + describe() + " is closed (destroyed)");
-        }
         try {
-            synchronized (pollLock) {
+            synchronized (pollLock) { // the poller's use of the CQ, as in poll(WorkCompletion[], int)
+                if (uses.isClosed()) {
+                    throw closed();
+                }
                 int got = (int) Ibv.POLL_CQ.invokeExact(pollFn, ptr, 1, wcs);
                 if (got < 0) {
                     throw new VerbsException(Errno.EIO, "ibv_poll_cq on " + describe() + " failed (" + got + ")");
@@ -153,8 +157,6 @@ final class IbvCq extends IbvObject implements CompletionQueue {
             throw e;
         } catch (Throwable t) {
             throw Ibv.rethrow(t);
-        } finally {
-            uses.exit();
         }
     }
 
@@ -244,17 +246,20 @@ final class IbvCq extends IbvObject implements CompletionQueue {
             ackNative(n);
         }
         ctx.events.release(this);
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment st = Ibv.newCallState(a);
-            int rc = (int) Ibv.DESTROY_CQ.invokeExact(st, ptr);
-            if (rc != 0) {
-                destroyFailed();
-                throw IbvErrors.failed("ibv_destroy_cq", Ibv.err(rc, st), describe());
+        // pollers hold pollLock while inside the native CQ and its scratch ibv_wc array (their use of it)
+        synchronized (pollLock) {
+            try (Arena a = Arena.ofConfined()) {
+                MemorySegment st = Ibv.newCallState(a);
+                int rc = (int) Ibv.DESTROY_CQ.invokeExact(st, ptr);
+                if (rc != 0) {
+                    destroyFailed();
+                    throw IbvErrors.failed("ibv_destroy_cq", Ibv.err(rc, st), describe());
+                }
+            } catch (VerbsException e) {
+                throw e;
+            } catch (Throwable t) {
+                throw Ibv.rethrow(t);
             }
-        } catch (VerbsException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw Ibv.rethrow(t);
         }
         ctx.cqs.remove(ptr.address());
         ctx.children.remove(this);

@@ -327,27 +327,29 @@ final class IbvQp extends IbvObject implements QueuePair {
         }
     }
 
+    /**
+     * Posts under {@link #sendLock}, which is the poster's use of the QP: {@link #close} refuses new calls
+     * (the use count's close) and then takes this lock before the native destroy, so a poster inside runs to
+     * its end first and one that comes later sees the QP closed here. No use count of its own: two atomic
+     * updates fewer per post (docs/benchmarks.md, IbvPostPollBench).
+     */
     private int postSendLocked(SendWorkRequest[] wrs, int count) {
-        if (!uses.tryEnter()) {
+        if (uses.isClosed()) {
             if (count > 0) {
                 wrs[0].postError(Errno.EINVAL, "ibv_post_send: " + describe() + " is destroyed");
             }
             return 0;
         }
-        try {
-            int done = 0;
-            while (done < count) {
-                int n = Math.min(CHAIN, count - done);
-                int posted = postSendChunk(wrs, done, n);
-                done += posted;
-                if (posted < n) {
-                    break;
-                }
+        int done = 0;
+        while (done < count) {
+            int n = Math.min(CHAIN, count - done);
+            int posted = postSendChunk(wrs, done, n);
+            done += posted;
+            if (posted < n) {
+                break;
             }
-            return done;
-        } finally {
-            uses.exit();
         }
+        return done;
     }
 
     /** {@return how many of wrs[from, from+n) were posted; the first refused one has its postError set} */
@@ -507,25 +509,22 @@ final class IbvQp extends IbvObject implements QueuePair {
         }
     }
 
+    /** Posts under {@link #recvLock}, the poster's use of the QP (as {@link #postSendLocked}). */
     private int postRecvLocked(RecvWorkRequest[] wrs, int count) {
-        if (!uses.tryEnter()) {
+        if (uses.isClosed()) {
             if (count > 0) {
                 wrs[0].postError(Errno.EINVAL, "ibv_post_recv: " + describe() + " is destroyed");
             }
             return 0;
         }
-        try {
-            int n = postRecvChain(postRecvFn, ptr, wrs, count, recvWrs, recvSges, recvSgeMax, recvBad);
-            if (n < count && wrs[n].postError() == Errno.EINVAL) {
-                String hint = stateHint(false);
-                if (!hint.isEmpty()) {
-                    wrs[n].postError(Errno.EINVAL, wrs[n].postErrorMessage() + hint);
-                }
+        int n = postRecvChain(postRecvFn, ptr, wrs, count, recvWrs, recvSges, recvSgeMax, recvBad);
+        if (n < count && wrs[n].postError() == Errno.EINVAL) {
+            String hint = stateHint(false);
+            if (!hint.isEmpty()) {
+                wrs[n].postError(Errno.EINVAL, wrs[n].postErrorMessage() + hint);
             }
-            return n;
-        } finally {
-            uses.exit();
         }
+        return n;
     }
 
     /**
@@ -619,7 +618,8 @@ final class IbvQp extends IbvObject implements QueuePair {
         if (!beginDestroy("ibv_destroy_qp")) {
             return;
         }
-        // wait for posters to leave the queues' scratch memory (they hold the locks while inside)
+        // wait for posters to leave the native QP and the queues' scratch memory: the locks are their use of
+        // the QP (they check isClosed under them), so one inside runs to its end and later ones are refused
         synchronized (sendLock) {
             synchronized (recvLock) {
                 ctx.events.release(this);
