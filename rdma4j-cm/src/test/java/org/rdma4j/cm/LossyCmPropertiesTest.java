@@ -34,6 +34,14 @@ import org.rdma4j.verbs.cm.ConnParam;
 class LossyCmPropertiesTest {
     private static final Duration STEP = Duration.ofMillis(512);
     private static final int MAX_STEPS = 600; // 307 s of CM time: longer than 16 REQs or DREQs
+    /**
+     * Beyond {@link #MAX_STEPS}, while the active side has no outcome yet, the run goes on in coarser steps up to
+     * this much CM time: an MRA stretches each remaining REQ retry to its service timeout (Linux's
+     * CMA_CM_MRA_SETTING, 2^24 x 4.096 us = 68.7 s, and cm_mra_handler's ib_modify_mad keeps it for every
+     * retry), so a REQ whose REPs are all lost after an MRA fails only after up to 15 x 68.7 s.
+     */
+    private static final Duration MAX_CM_TIME = Duration.ofSeconds(1_400);
+    private static final Duration LONG_STEP = Duration.ofSeconds(4);
 
     @Property(tries = 100)
     void connectsExactlyOnceOrFailsCleanly(@ForAll long seed) {
@@ -43,12 +51,20 @@ class LossyCmPropertiesTest {
     /**
      * Samples that failed once, kept as examples: 3817 (drop 0.85, dup 0.28, hold 0.06: every DREQ lost) on main
      * at 4de0d50; 1692471 (drop 0.85: the passive side's REP timed out, then a retransmitted REQ made a second
-     * request, as in Linux) at 323e949.
+     * request, as in Linux) at 323e949; -19649528581631 (drop 0.85: an MRA, then every REP and REQ lost: the active
+     * side fails only after the MRA-stretched retries, past the first 307 s) at a31429c.
      */
     @Example
     void samplesThatFailedOnce() {
         run(3817);
         run(1692471);
+        run(-19649528581631L);
+    }
+
+    /** {@return whether the active side's connection has come to an end: failed, or up and disconnected} */
+    private static boolean outcome(Map<CmEventType, Integer> a) {
+        return a.containsKey(CmEventType.UNREACHABLE) || a.containsKey(CmEventType.REJECTED)
+                || a.containsKey(CmEventType.CONNECT_ERROR) || a.containsKey(CmEventType.DISCONNECTED);
     }
 
     private static void run(long seed) {
@@ -77,7 +93,8 @@ class LossyCmPropertiesTest {
             CmEvent pending = null;
             long acceptAt = -1;
             boolean disconnecting = false;
-            for (int step = 0; step < MAX_STEPS; step++) {
+            long cmTime = 0;
+            for (int step = 0; step < MAX_STEPS || cmTime < MAX_CM_TIME.toNanos() && !outcome(a); step++) {
                 for (CmEvent e; (e = p.poll(0)) != null; ) {
                     a.merge(e.type(), 1, Integer::sum);
                     e.ack();
@@ -132,7 +149,9 @@ class LossyCmPropertiesTest {
                 if (!p.tap[1].held.isEmpty() && r.nextInt(3) == 0) {
                     p.release(1);
                 }
-                p.advance(STEP);
+                Duration d = step < MAX_STEPS ? STEP : LONG_STEP;
+                p.advance(d);
+                cmTime += d.toNanos();
             }
             p.release(0);
             p.release(1);

@@ -31,7 +31,8 @@ import org.rdma4j.common.ManualClock;
  * </ul>
  * A fixed {@link #latency latency} can be added to every packet that survives (a wire of that length:
  * packets stay in order, released by the fabric's clock), so that requests and responses are in
- * flight at the same time as on a real link.
+ * flight at the same time as on a real link; with it, {@link #jump} reorders as tc-netem's
+ * {@code delay D reorder P} does (a packet picked is sent at once, ahead of all still in transit).
  * Every packet the link keeps beyond the sender's call is a deep copy (payload copied out of the
  * sender's memory at send time, as a wire would carry it). Packets sent while this link is delivering
  * one (an ACK produced by the responder the packet reached, say) are queued and delivered in order
@@ -124,6 +125,10 @@ final class FaultInjectingLink implements Link {
     /** Packets on the wire when a latency is set, in the order they are delivered. */
     private final ArrayDeque<Held> inFlight = new ArrayDeque<>();
     private long latencyNs;
+    /** Probability that a packet skips the latency ({@link #jump}). */
+    private double jump;
+    /** The draws of {@link #jump}: a source of their own, so that they leave the other faults' draws as they were. */
+    private final SplittableRandom jumpRnd;
     private boolean delivering;
     private final ManualClock.Listener listener = this::onClock;
     private boolean closed;
@@ -139,6 +144,7 @@ final class FaultInjectingLink implements Link {
         this.next = next;
         this.seed = seed;
         this.rnd = new SplittableRandom(seed);
+        this.jumpRnd = new SplittableRandom(~seed);
         this.faults = faults;
         if (fabric.clock instanceof ManualClock mc) {
             mc.addListener(listener);
@@ -174,6 +180,21 @@ final class FaultInjectingLink implements Link {
             throw new IllegalArgumentException("latency " + ns + " ns (expected >= 0)");
         }
         latencyNs = ns;
+    }
+
+    /**
+     * tc-netem's reordering ({@code delay D reorder P}, netem_enqueue): with a {@link #latency} set, each packet
+     * that survives the faults is, with probability {@code p}, delivered at once instead of after the latency,
+     * ahead of every packet still in transit (counted {@link Fault#REORDERED}). A packet so picked overtakes a
+     * whole latency of traffic, unlike the random {@link Faults#reorder} (1..3 packets). Any thread.
+     *
+     * @param p the probability, in [0, 1]
+     */
+    synchronized void jump(double p) {
+        if (!(p >= 0 && p <= 1)) {
+            throw new IllegalArgumentException("jump probability " + p + " (expected 0..1)");
+        }
+        jump = p;
     }
 
     /** Shows every packet offered to the link, before faults (valid only during the call). */
@@ -322,6 +343,11 @@ final class FaultInjectingLink implements Link {
     private void deliver(SoftDevice from, Packet p) {
         if (latencyNs == 0) {
             next.send(from, p);
+            return;
+        }
+        if (jump > 0 && jumpRnd.nextDouble() < jump) {
+            counts[Fault.REORDERED.ordinal()]++;
+            next.send(from, p); // netem: sent without its delay, ahead of those in transit
             return;
         }
         Packet c = copy(from, p);

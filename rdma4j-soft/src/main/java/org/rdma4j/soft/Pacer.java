@@ -15,8 +15,10 @@ package org.rdma4j.soft;
  * frees a packet's socket memory when it queues it and drops it when its ring is full, and loopback hands it
  * to the peer's receive queue, which drops when full; neither tells the sender. The only evidence is the peer's
  * own recovery: a requester that reads again what we already sent (a duplicate RDMA READ) lost our responses.
- * So the gap is loss-driven (multiplicative increase on a re-read, slow decrease while the peer is calm), as a
- * rate-based RoCE congestion control reacts to its congestion notifications.
+ * So the gap is loss-driven, as a rate-based RoCE congestion control reacts to its congestion notifications: a
+ * re-read widens it to what the path took of the reply (a burst's worth of the time per packet it delivered before
+ * the loss, at least double, at most eight times the gap before), a re-read of what was not sent yet (the peer's
+ * timer ran out while a burst waited) halves it, and a calm path narrows it slowly.
  *
  * <p>One per QP; owner only (the QP's executor). The gap starts at {@code -Drdma4j.soft.paceGapUs} (0: a
  * loss-free path runs at full speed and never waits).
@@ -28,8 +30,10 @@ final class Pacer {
     static final long MIN_GAP_NS = 20_000;
     /** The widest gap: a burst of 64 MTU-sized packets per 20 ms still moves 3 MiB/s at path MTU 1024. */
     static final long MAX_GAP_NS = 20_000_000;
-    /** Without a loss for this long the gap narrows by a quarter. */
-    static final long CALM_NS = 100_000_000;
+    /** Without a loss for this long the gap narrows by an eighth. */
+    static final long CALM_NS = 250_000_000;
+    /** The first loss opens the gap at most this wide, whatever the estimate (which includes the peer's timeout). */
+    static final long FIRST_MAX_NS = 1_000_000;
     /** The gap a QP starts with and never narrows below. */
     static final long FLOOR_NS = Math.clamp(Long.getLong("rdma4j.soft.paceGapUs", 0) * 1000, 0, MAX_GAP_NS);
 
@@ -44,19 +48,26 @@ final class Pacer {
     }
 
     /**
-     * The peer lost packets this QP sent in {@code sentEpoch}: the gap doubles (at least {@link #MIN_GAP_NS}),
-     * once per epoch, so the re-reads of all the READs a requester had outstanding widen it once.
+     * The peer lost packets this QP sent in {@code sentEpoch}: the gap widens, once per epoch, so the re-reads of all
+     * the READs a requester had outstanding widen it once. The new gap is what the path took: a burst's worth of
+     * the time per packet it delivered since {@code sinceNs} (that time includes the peer's wait for its timer, so it
+     * errs on the slow side), at least twice the old gap and {@link #MIN_GAP_NS}, at most eight times the old gap
+     * ({@link #FIRST_MAX_NS} from none) and {@link #MAX_GAP_NS}.
      *
      * @param sentEpoch the {@link #epoch} the lost packets were sent in
      * @param nowNs the fabric's clock
+     * @param delivered packets the peer took in order since {@code sinceNs} (the PSN it asks for, less the first sent)
+     * @param sinceNs when those packets started to leave
      * @return whether the gap widened
      */
-    boolean lost(int sentEpoch, long nowNs) {
+    boolean lost(int sentEpoch, long nowNs, long delivered, long sinceNs) {
         if (sentEpoch != epoch) {
             return false;
         }
         epoch++;
-        gapNs = Math.min(MAX_GAP_NS, Math.max(MIN_GAP_NS, gapNs * 2));
+        long est = delivered > 0 ? BURST * Math.max(0, nowNs - sinceNs) / delivered : 0;
+        long g = Math.min(est, gapNs == 0 ? FIRST_MAX_NS : 8 * gapNs);
+        gapNs = Math.min(MAX_GAP_NS, Math.max(MIN_GAP_NS, Math.max(g, gapNs * 2)));
         calmSince = nowNs;
         return true;
     }
@@ -84,7 +95,7 @@ final class Pacer {
         if (gapNs > FLOOR_NS) {
             long calm = nowNs - calmSince;
             while (calm >= CALM_NS && gapNs > FLOOR_NS) {
-                gapNs = gapNs < MIN_GAP_NS ? FLOOR_NS : Math.max(FLOOR_NS, gapNs - gapNs / 4);
+                gapNs = gapNs < MIN_GAP_NS ? FLOOR_NS : Math.max(FLOOR_NS, gapNs - gapNs / 8);
                 calm -= CALM_NS;
                 calmSince += CALM_NS;
             }

@@ -67,10 +67,41 @@ final class Responder {
      */
     static final boolean HOLD_DEFAULT = !"false".equals(System.getProperty("rdma4j.soft.holdOutOfSequence"));
     boolean holdsOutOfSequence = HOLD_DEFAULT;
-    /** Requests that arrived past the gap before its NAK was sent. */
+    /** Requests that arrived past the gap before its NAK was sent (after a drain: since the last NAK). */
     private int gapArrivals;
-    /** How many requests past a gap make the responder NAK it (one that asks for an ACK does at once). */
+    /**
+     * How many requests past a gap make the responder NAK it at first (one that asks for an ACK does at once);
+     * {@link #nakThreshold} grows from here with the reordering the path shows.
+     */
     static final int NAK_THRESHOLD = 3;
+    /**
+     * The most {@link #nakThreshold} grows to: a requester asks for an ACK at least every 32 packets (ours;
+     * rxe every 64), and such a request past a gap is NAKed at once, so a larger one would change nothing.
+     */
+    static final int NAK_THRESHOLD_MAX = 32;
+    /**
+     * Requests past a gap that make the responder NAK it: {@link #NAK_THRESHOLD}, raised by each NAK that
+     * turned out spurious to one more than the requests that had arrived past its gap when it filled (a path
+     * that reorders, like tc-netem's {@code delay D reorder P}, overtakes more than three).
+     */
+    int nakThreshold = NAK_THRESHOLD;
+    /** Out-of-sequence arrivals, a running count: tells which held requests arrived after the last gap NAK. */
+    private int oosArrivals;
+    /** {@link #oosArrivals} when the last gap NAK was sent. */
+    private int nakAtArrival;
+    /** Per slot of {@link #held}: {@link #oosArrivals} when that request arrived. */
+    private int[] heldAt;
+    /** Out-of-sequence arrivals past the current gap since it opened: how far it was overtaken when it fills. */
+    private int gapPast;
+    /** PSN of the last gap NAK, while {@link #nakedState} is not NONE. */
+    private int nakedPsn;
+    /** The requests that had overtaken the last NAKed gap when it filled. */
+    private int nakedPast;
+    /** What became of the last NAKed gap: NAKED (open), FILLED (then a second copy shows the NAK was spurious). */
+    private int nakedState;
+    private static final int NAKED_NONE = 0;
+    private static final int NAKED_OPEN = 1;
+    private static final int NAKED_FILLED = 2;
     private int drainAckPsn;
     private int ackPsn;
     private int msn;
@@ -113,6 +144,9 @@ final class Responder {
         long orig;
         /** The pacer's epoch when its responses were last sent (Pacer.lost). */
         int epoch;
+        /** The PSN its latest reply (or replay) began at, and when (Pacer.lost's estimate). */
+        int startPsn;
+        long startNs;
     }
 
     // READ_REPLY (rxe: qp->resp.res while the READ has bytes left): the responses of the READ being answered
@@ -142,6 +176,10 @@ final class Responder {
         msn = 0;
         lastOpcode = -1;
         sentPsnNak = false;
+        gapArrivals = 0;
+        gapPast = 0;
+        nakThreshold = NAK_THRESHOLD;
+        nakedState = NAKED_NONE;
         dropMsg = false;
         haveWqe = false;
         writeMr = null;
@@ -196,11 +234,25 @@ final class Responder {
             }
             if (diff < 0) {
                 qp.count(SoftCounter.DUPLICATE_REQUEST);
+                if (nakedState == NAKED_FILLED && p.psn == nakedPsn) {
+                    spuriousNak();
+                }
                 duplicate(p);
                 return;
             }
+            if (nakedState != NAKED_NONE) {
+                if (nakedState == NAKED_OPEN && p.psn == nakedPsn) {
+                    nakedState = NAKED_FILLED;
+                    nakedPast = gapPast;
+                } else if (nakedState == NAKED_FILLED && Psn.compare(p.psn, nakedPsn) > 2 * SoftQp.MAX_UNACKED_PSNS) {
+                    // A resend from the NAKed PSN would have come by now: the requester's window kept it within
+                    // one window of it. What arrives from here on says nothing about that NAK.
+                    nakedState = NAKED_NONE;
+                }
+            }
             sentPsnNak = false;
             gapArrivals = 0;
+            gapPast = 0;
             if (heldCount == 0) {
                 request(p);
                 return;
@@ -256,20 +308,20 @@ final class Responder {
             qp.count(SoftCounter.DROP_OUT_OF_SEQ);
             return;
         }
+        oosArrivals++;
+        gapPast++;
         hold(p);
         if (!sentPsnNak) {
-            // The NAK waits until NAK_THRESHOLD requests have arrived past the gap, or one that asks for an
+            // The NAK waits until nakThreshold requests have arrived past the gap, or one that asks for an
             // answer: a request that is only late (reordered) then usually fills the gap first, and nothing
-            // is sent again (TCP's duplicate-ACK threshold, RFC 5681, for the same reason). rxe NAKs the
-            // first one.
+            // is sent again (TCP's duplicate-ACK threshold, RFC 5681, for the same reason; and, as Linux TCP
+            // raises its reordering metric on a D-SACK, the threshold grows with each NAK that proves
+            // spurious: spuriousNak). rxe NAKs the first one.
             lastOutOfSeq = p.psn;
-            if (++gapArrivals < NAK_THRESHOLD && !p.ackReq) {
+            if (++gapArrivals < nakThreshold && !p.ackReq) {
                 return;
             }
-            sentPsnNak = true;
-            rewindSeen = false;
-            qp.count(SoftCounter.OUT_OF_SEQ_REQUEST);
-            sendAck(Aeth.NAK_PSN_SEQ_ERROR, psn);
+            gapNak();
             return;
         }
         // Repeated only for a packet of a resend, and once for each: the packets the requester sent before
@@ -290,6 +342,29 @@ final class Responder {
         }
     }
 
+    /** NAKs the gap at ePSN (resp.sent_psn_nak in rxe), and remembers it to learn whether it was spurious. */
+    private void gapNak() {
+        sentPsnNak = true;
+        rewindSeen = false; // lastOutOfSeq stays: a resend from the gap comes in below it
+        nakAtArrival = oosArrivals;
+        nakedPsn = psn;
+        nakedState = NAKED_OPEN;
+        qp.count(SoftCounter.OUT_OF_SEQ_REQUEST);
+        sendAck(Aeth.NAK_PSN_SEQ_ERROR, psn);
+    }
+
+    /**
+     * The request a gap NAK named arrived (filling the gap), and now again: the requester's resend, so the
+     * first copy was only late, overtaken by {@link #nakedPast} requests. From now on a gap is NAKed after one
+     * more than that (at most {@link #NAK_THRESHOLD_MAX}): the reordering this path does costs no resend. A
+     * loss then costs a few more arrivals before its NAK, and none at all where a request asks for an ACK.
+     */
+    private void spuriousNak() {
+        nakedState = NAKED_NONE;
+        qp.count(SoftCounter.SPURIOUS_SEQ_NAKS);
+        nakThreshold = Math.clamp(nakedPast + 1L, nakThreshold, NAK_THRESHOLD_MAX);
+    }
+
     /** Keeps a copy of an out-of-sequence request within {@link #HOLD} PSNs of ePSN, else drops it. */
     private void hold(Packet p) {
         int d = Psn.compare(p.psn, psn);
@@ -299,6 +374,7 @@ final class Responder {
         }
         if (held == null) {
             held = new Packet[HOLD];
+            heldAt = new int[HOLD];
         }
         int slot = p.psn & (HOLD - 1);
         Packet h = held[slot];
@@ -317,6 +393,7 @@ final class Responder {
             heldCount++;
         }
         held[slot] = c; // a stale one (behind ePSN by now) is replaced
+        heldAt[slot] = oosArrivals;
         qp.count(SoftCounter.HELD_OUT_OF_SEQ);
     }
 
@@ -339,22 +416,34 @@ final class Responder {
             dropHeld();
             return;
         }
+        int since = 0;
         for (int i = 0; i < HOLD && heldCount > 0; i++) {
             Packet h = held[i];
-            if (h != null && Psn.compare(h.psn, psn) <= 0) {
+            if (h == null) {
+                continue;
+            }
+            if (Psn.compare(h.psn, psn) <= 0) {
                 held[i] = null; // behind ePSN: stale
                 heldCount--;
+                continue;
+            }
+            if (heldAt[i] - nakAtArrival > 0) {
+                since++;
             }
         }
-        gapArrivals = heldCount; // what is still held arrived past the new gap, if there is one
-        if (heldCount >= NAK_THRESHOLD && !sentPsnNak) {
-            // Enough requests are held beyond a new gap: its NAK alone answers (it acknowledges every PSN
-            // before it, as the drain's ACK would), so the requester resends from the gap instead of going
-            // on from an ACK and hearing of the gap only after.
-            sentPsnNak = true;
-            rewindSeen = false; // lastOutOfSeq stays: a resend from the new gap comes in below it
-            qp.count(SoftCounter.OUT_OF_SEQ_REQUEST);
-            sendAck(Aeth.NAK_PSN_SEQ_ERROR, psn);
+        // What is still held arrived past the new gap, if there is one; only what arrived since the last NAK
+        // counts toward its NAK. Requests that overtook the old gap and were counted for its NAK (a reordering
+        // path: tc-netem's reorder sends one in twenty at once, ahead of a whole delay of traffic) say nothing
+        // about the new one, which is usually the very next to arrive: counted again, every request of the
+        // rest of the message drew a NAK of its own, each a resend of what was on its way.
+        gapArrivals = since;
+        gapPast = heldCount;
+        if (heldCount > 0 && !sentPsnNak && since >= nakThreshold) {
+            // Enough requests arrived beyond a new gap: its NAK alone answers (it acknowledges every PSN before
+            // it, as the drain's ACK would), so the requester resends from the gap instead of going on from an
+            // ACK and hearing of the gap only after. (Fewer: the next request usually fills it; if it was lost,
+            // the requests that follow draw its NAK, or the first of them that asks for an ACK.)
+            gapNak();
         } else if (drainAckPsn >= 0) {
             ackRequested(Psn.add(psn, -1));
         }
@@ -695,6 +784,8 @@ final class Responder {
     private void sendReadResponses(Resource r, SoftMr mr, int rkey, long va, int len, int firstPsn, boolean fromStart) {
         replying = true;
         replyRes = r;
+        r.startPsn = firstPsn;
+        r.startNs = qp.fabric.clock.nanoTime();
         replyResumed = false;
         replyMr = mr;
         replyRkey = rkey;
@@ -978,7 +1069,7 @@ final class Responder {
             }
             // A re-read: the requester lost responses we sent (or gave up waiting for them). The pacer widens
             // the gap between this QP's bursts, once for what it sent at the current gap (docs/engine.md, "Pacing").
-            if (qp.pacer.lost(r.epoch, qp.fabric.clock.nanoTime())) {
+            if (lostSince(r, p.psn)) {
                 qp.count(SoftCounter.PACE_SLOWDOWNS);
             }
             r.epoch = qp.pacer.epoch();
@@ -1007,14 +1098,22 @@ final class Responder {
             qp.resumeBurstNow();
             return;
         }
-        if (qp.pacer.lost(r.epoch, qp.fabric.clock.nanoTime())) {
+        if (lostSince(r, p.psn)) {
             qp.count(SoftCounter.PACE_SLOWDOWNS);
         }
         r.epoch = qp.pacer.epoch();
+        r.startPsn = p.psn;
+        r.startNs = qp.fabric.clock.nanoTime();
         replyVa = p.va;
         replyLeft = len;
         replyPsn = p.psn;
         replyFirst = p.psn == r.firstPsn;
+    }
+
+    /** A re-read from {@code psn} of resource {@code r}: tells the pacer what the path took of its last reply. */
+    private boolean lostSince(Resource r, int psn) {
+        long delivered = Math.max(0, Psn.compare(psn, r.startPsn));
+        return qp.pacer.lost(r.epoch, qp.fabric.clock.nanoTime(), delivered, r.startNs);
     }
 
     private Resource find(int pktPsn) {

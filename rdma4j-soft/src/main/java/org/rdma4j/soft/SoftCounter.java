@@ -20,6 +20,12 @@ public enum SoftCounter {
      */
     SEQ_NAK_REPEATS,
     /**
+     * Sequence NAKs a responder found spurious: the request it NAKed arrived after all, and then again (the
+     * requester's resend). Each raises the responder's NAK threshold to the reordering it saw (docs/roce.md,
+     * "Loss recovery").
+     */
+    SPURIOUS_SEQ_NAKS,
+    /**
      * Out-of-sequence requests a responder held until the gap before them filled, executed then in
      * order (rxe drops them; docs/roce.md, "Loss recovery").
      */

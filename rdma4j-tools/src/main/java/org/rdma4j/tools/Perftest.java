@@ -586,7 +586,7 @@ public final class Perftest {
                     if (boundPort != null) {
                         boundPort.complete(p);
                     }
-                }, acceptTimeoutMs, stop);
+                }, acceptTimeoutMs, o.retryCount, stop);
             }
             control.timeoutMs(timeoutMs);
             ch = new PerftestWire.Channel(control, client);

@@ -195,11 +195,13 @@ final class PerftestCm {
         }
 
         /**
-         * rdma_server_connect: bind, listen, take one CONNECT_REQUEST, QP, one receive, accept (without waiting
-         * for ESTABLISHED, as perftest), and destroy the listener so the test QPs can listen on the port again.
+         * rdma_server_connect: bind, listen, take one CONNECT_REQUEST, QP, one receive, accept with retry
+         * {@code retry} and RNR retry 7 (perftest 4.5 to 6.x: {@code conn_param.retry_count =
+         * user_param->retry_count; conn_param.rnr_retry_count = 7;}, as rdma_client_connect) without waiting for
+         * ESTABLISHED, as perftest, and destroy the listener so the test QPs can listen on the port again.
          */
-        static Control accept(RdmaCm cm, InetSocketAddress bind, IntConsumer onBound, int timeoutMs, StopSignal stop)
-                throws IOException {
+        static Control accept(RdmaCm cm, InetSocketAddress bind, IntConsumer onBound, int timeoutMs, int retry,
+                StopSignal stop) throws IOException {
             CmEventChannel ch = cm.createEventChannel();
             CmId listen = ch.createId(PortSpace.TCP);
             CmId id = null;
@@ -218,7 +220,7 @@ final class PerftestCm {
                 }
                 Control c = new Control(ch, id);
                 c.setUp();
-                id.accept(new ConnParam().retryCount(7).rnrRetryCount(7));
+                id.accept(new ConnParam().retryCount(retry).rnrRetryCount(7));
                 listen.close();
                 listen = null;
                 return c;

@@ -737,6 +737,12 @@ public final class Rping {
         return 0;
     }
 
+    /**
+     * rping_init_conn_param: responder resources and initiator depth 1, retry 7 AND RNR retry 7, the QPN with
+     * {@code -q}; rdma-core's rping.c has set both retries since "rping: Add option to create QP independently"
+     * (5f8867851, in every release since v24, so in the v44.0 of the VM's rdma-core 44). The client connects with
+     * it; the server accepts with it under {@code -q} and with NULL (librdmacm's defaults) otherwise.
+     */
     private ConnParam rpingParam(Cb cb) {
         ConnParam p = new ConnParam().responderResources(1).initiatorDepth(1).retryCount(7).rnrRetryCount(7);
         if (selfQp) {
