@@ -133,6 +133,9 @@ final class IbvAsyncEvents implements Runnable {
                 }
                 case SRQ_ERR, SRQ_LIMIT_REACHED -> {
                     IbvSrq srq = ctx.srqs.get(element);
+                    if (srq != null && t == AsyncEventType.SRQ_LIMIT_REACHED) {
+                        srq.limitReached();
+                    }
                     obj = srq;
                     ev = srq == null ? null : new AsyncEvent(t, null, null, srq, 0);
                 }

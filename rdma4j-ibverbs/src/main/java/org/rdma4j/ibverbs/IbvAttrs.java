@@ -72,7 +72,7 @@ final class IbvAttrs {
                 da(a, "max_mr"), da(a, "max_pd"), da(a, "max_qp_rd_atom"), da(a, "max_qp_init_rd_atom"),
                 da(a, "max_srq"), da(a, "max_srq_wr"), da(a, "max_srq_sge"), da(a, "max_ah"), maxInline, atomic,
                 u8(a, offset(IbvLayouts.DEVICE_ATTR, "phys_port_cnt")),
-                u8(a, offset(IbvLayouts.DEVICE_ATTR, "local_ca_ack_delay")));
+                u8(a, offset(IbvLayouts.DEVICE_ATTR, "local_ca_ack_delay")), da(a, "max_sge_rd"));
     }
 
     // ------------------------------------------------------------------------------------------ port

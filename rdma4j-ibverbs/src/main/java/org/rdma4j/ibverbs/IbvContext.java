@@ -216,6 +216,38 @@ final class IbvContext extends IbvObject implements Context {
     }
 
     /**
+     * {@return the device's max_sge_rd (the scatter entries of an RDMA READ's local list), read once per device;
+     * 0 if ibv_query_device fails}
+     * siw reports 1 (iWARP's READ request names one sink, siw.h SIW_MAX_SGE_RD) but takes a longer list from a
+     * user-space QP and fills only its first entry (siw_qp_tx.c: the READ request carries sge[0]), so the
+     * provider refuses a longer one at post, as siw's kernel path does (siw_post_send: EINVAL).
+     */
+    int maxSgeRd() {
+        int known = device.maxSgeRd;
+        if (known >= 0) {
+            return known;
+        }
+        enter("ibv_query_device");
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment st = Ibv.newCallState(a);
+            MemorySegment attr = a.allocate(IbvLayouts.DEVICE_ATTR);
+            int rc = (int) Ibv.QUERY_DEVICE.invokeExact(st, ptr, attr);
+            if (rc != 0) {
+                return 0; // unknown: the QP then limits READs by max_send_sge only
+            }
+            int n = attr.get(ValueLayout.JAVA_INT, IbvLayouts.offset(IbvLayouts.DEVICE_ATTR, "max_sge_rd"));
+            device.maxSgeRd = n;
+            return n;
+        } catch (VerbsException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw Ibv.rethrow(t);
+        } finally {
+            exit();
+        }
+    }
+
+    /**
      * The largest inline size an RC QP gets, which ibv_query_device does not report: found once per device
      * by creating QPs (the kernel refuses what the device cannot do, and grants at least what was asked).
      */
@@ -410,12 +442,14 @@ final class IbvContext extends IbvObject implements Context {
     }
 
     /**
-     * ibv_close_device. The context of a CM ID belongs to librdmacm: closing it does nothing (its PDs, CQs and
-     * channels are still the caller's to close).
+     * ibv_close_device. The context of a CM ID belongs to librdmacm (every CM ID on the device shares it):
+     * closing it leaves it open, but refuses with EBUSY while PDs, CQs or channels made on it are open, as a
+     * close of one's own context does (so a caller's leak check works on it too).
      */
     @Override
     public void close() {
         if (external) {
+            checkIdle("close of librdmacm's context");
             return;
         }
         if (!beginDestroy("ibv_close_device")) {

@@ -28,6 +28,8 @@ public final class IbvDevice implements Device {
     private final int transportType;
     /** max_inline_data found by probing, -1 until known. */
     volatile int maxInline = -1;
+    /** max_sge_rd, read by the first context that needs it ({@link IbvContext#maxSgeRd}); -1 before. */
+    volatile int maxSgeRd = -1;
 
     private IbvDevice(MemorySegment ptr, String name, String uverbs, long guid, int nodeType, int transportType) {
         this.ptr = ptr;

@@ -18,6 +18,7 @@ import org.rdma4j.verbs.ScatterGatherEntry;
 import org.rdma4j.verbs.SendFlags;
 import org.rdma4j.verbs.SendWorkRequest;
 import org.rdma4j.verbs.VerbsException;
+import org.rdma4j.verbs.WrOpcode;
 
 /**
  * A queue pair ({@code struct ibv_qp}). Posting serialises the work requests into native {@code ibv_send_wr}
@@ -56,6 +57,12 @@ final class IbvQp extends IbvObject implements QueuePair {
     private final MemorySegment sendWrs;
     private final MemorySegment sendSges;
     private final int sendSgeMax;
+    private final int readSgeMax;
+    /**
+     * Leave zero-length gather entries out of WRITEs and SENDs (iWARP: siw 6.1 oopses on one, WrCodec.writeSend);
+     * a READ keeps its one sink entry (siw reads sge[0] of a READ whatever num_sge says).
+     */
+    private final boolean dropEmptySges;
     private final MemorySegment staging;
     private final int stagingPerWr;
     private final MemorySegment sendBad;
@@ -114,6 +121,9 @@ final class IbvQp extends IbvObject implements QueuePair {
         this.postSendFn = ctx.postSendFn;
         this.postRecvFn = ctx.postRecvFn;
         this.sendSgeMax = Math.max(1, cap.maxSendSge());
+        this.dropEmptySges = ctx.device.isIwarp();
+        int rd = ctx.maxSgeRd();
+        this.readSgeMax = rd > 0 ? rd : sendSgeMax;
         this.sendWrs = arena.allocate(WrCodec.SEND_WR_SIZE * CHAIN, 8);
         this.sendSges = arena.allocate(WrCodec.SGE_SIZE * sendSgeMax * CHAIN, 8);
         this.stagingPerWr = (Math.max(0, cap.maxInlineData()) + 7) & ~7;
@@ -389,6 +399,10 @@ final class IbvQp extends IbvObject implements QueuePair {
         if (nsge > sendSgeMax) {
             return "num_sge " + nsge + " is more than the QP's max_send_sge " + sendSgeMax;
         }
+        if (nsge > readSgeMax && wr.opcode() == WrOpcode.RDMA_READ) {
+            return "num_sge " + nsge + " of an RDMA READ is more than the device's max_sge_rd " + readSgeMax
+                    + " (siw would fill only the first entry)";
+        }
         long sgeOff = (long) i * sendSgeMax * WrCodec.SGE_SIZE;
         long[] inline = null;
         if ((wr.sendFlags() & SendFlags.INLINE) != 0 && nsge > 0) {
@@ -437,7 +451,7 @@ final class IbvQp extends IbvObject implements QueuePair {
         long base = sendWrs.address();
         long next = base + (i + 1) * WrCodec.SEND_WR_SIZE;
         WrCodec.writeSend(wr, sendWrs, i * WrCodec.SEND_WR_SIZE, next, sendSges.address() + sgeOff, sendSges,
-                sgeOff, ah, inline);
+                sgeOff, ah, inline, dropEmptySges && wr.opcode() != WrOpcode.RDMA_READ);
         return null;
     }
 

@@ -5,6 +5,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
+import org.rdma4j.libc.Errors;
 import org.rdma4j.verbs.Errno;
 import org.rdma4j.verbs.RecvWorkRequest;
 import org.rdma4j.verbs.SharedReceiveQueue;
@@ -28,6 +29,13 @@ final class IbvSrq extends IbvObject implements SharedReceiveQueue {
     private final MemorySegment sges;
     private final MemorySegment bad;
     private final RecvWorkRequest[] one = new RecvWorkRequest[1];
+    /**
+     * The limit as this provider last set it, for a device whose user-space provider has no
+     * {@code ibv_query_srq} (rdma-core 44's siw: no {@code query_srq} in its ops, so libibverbs answers
+     * EOPNOTSUPP though the kernel's siw_query_srq exists): set by {@link #armLimit}, cleared when the
+     * device reports SRQ_LIMIT_REACHED (the limit is one-shot: the device disarms it as it fires).
+     */
+    private volatile int armedLimit;
 
     private IbvSrq(IbvPd pd, MemorySegment ptr, int maxWr, int maxSge) {
         super(ptr);
@@ -102,7 +110,11 @@ final class IbvSrq extends IbvObject implements SharedReceiveQueue {
             MemorySegment attr = a.allocate(IbvLayouts.SRQ_ATTR);
             int rc = (int) Ibv.QUERY_SRQ.invokeExact(st, ptr, attr);
             if (rc != 0) {
-                throw IbvErrors.failed("ibv_query_srq", Ibv.err(rc, st), describe());
+                int e = Ibv.err(rc, st);
+                if (e == Errors.EOPNOTSUPP) {
+                    return armedLimit; // siw: what we armed, 0 once it fired (see armedLimit)
+                }
+                throw IbvErrors.failed("ibv_query_srq", e, describe());
             }
             return attr.get(ValueLayout.JAVA_INT, SRQ_LIMIT);
         } catch (VerbsException e) {
@@ -125,6 +137,7 @@ final class IbvSrq extends IbvObject implements SharedReceiveQueue {
             if (rc != 0) {
                 throw IbvErrors.failed("ibv_modify_srq", Ibv.err(rc, st), describe() + " limit " + limit);
             }
+            armedLimit = limit;
         } catch (VerbsException e) {
             throw e;
         } catch (Throwable t) {
@@ -132,6 +145,11 @@ final class IbvSrq extends IbvObject implements SharedReceiveQueue {
         } finally {
             exit();
         }
+    }
+
+    /** The device reported SRQ_LIMIT_REACHED for this SRQ (called by the context's async agent). */
+    void limitReached() {
+        armedLimit = 0;
     }
 
     @Override

@@ -274,6 +274,40 @@ public final class RdmaCmProvider implements CmProvider {
         return out;
     }
 
+    /**
+     * {@return librdmacm's context for {@code device}: the one every CM ID bound to the device uses
+     * ({@code id->verbs}), so the PDs, CQs and SRQs made on it serve {@code rdma_create_qp} of those IDs}
+     *
+     * @param device a libibverbs device
+     * @throws VerbsException ENODEV without librdmacm, a kernel rdma_cm or the device in its list
+     */
+    static IbvContext deviceContext(IbvDevice device) {
+        State st = require();
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment num = a.allocate(ValueLayout.JAVA_INT);
+            MemorySegment list = (MemorySegment) Rdmacm.handles().getDevices().invokeExact(Ibv.newCallState(a), num);
+            if (list.equals(MemorySegment.NULL)) {
+                throw new VerbsException(Errno.ENODEV, "rdma_get_devices: librdmacm lists no device");
+            }
+            try {
+                MemorySegment arr = list.reinterpret(8L * num.get(ValueLayout.JAVA_INT, 0));
+                for (long i = 0; i < arr.byteSize() / 8; i++) {
+                    IbvContext ctx = st.context(arr.getAtIndex(ValueLayout.ADDRESS, i));
+                    if (ctx != null && ctx.device.name().equals(device.name())) {
+                        return ctx;
+                    }
+                }
+            } finally {
+                Rdmacm.handles().freeDevices().invokeExact(Ibv.newCallState(a), list);
+            }
+        } catch (VerbsException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw Ibv.rethrow(t);
+        }
+        throw new VerbsException(Errno.ENODEV, "librdmacm has no context for " + device.name());
+    }
+
     @Override
     public CmIdSpi createId(CmEventSink sink, PortSpace portSpace, QpType qpType) {
         return RdmaCmId.create(require(), sink, portSpace, qpType);

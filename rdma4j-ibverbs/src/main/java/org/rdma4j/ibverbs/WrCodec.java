@@ -88,13 +88,29 @@ final class WrCodec {
      */
     static void writeSend(SendWorkRequest wr, MemorySegment seg, long off, long next, long sges, MemorySegment sgeSeg,
             long sgeOff, long ah, long[] inline) {
-        int n = wr.numSge();
-        for (int i = 0; i < n; i++) {
+        writeSend(wr, seg, off, next, sges, sgeSeg, sgeOff, ah, inline, false);
+    }
+
+    /**
+     * As {@link #writeSend(SendWorkRequest, MemorySegment, long, long, long, MemorySegment, long, long, long[])},
+     * leaving out the gather entries of length 0 when {@code dropEmpty} (they carry no byte and their key is
+     * not checked, so the request means the same): siw 6.1 dereferences a NULL memory object for a zero-length
+     * entry ahead of a non-empty one (siw_check_sgl_tx skips it, siw_tx_hdt does not: a kernel oops, seen in
+     * the VM).
+     */
+    static void writeSend(SendWorkRequest wr, MemorySegment seg, long off, long next, long sges, MemorySegment sgeSeg,
+            long sgeOff, long ah, long[] inline, boolean dropEmpty) {
+        int n = 0;
+        for (int i = 0; i < wr.numSge(); i++) {
             ScatterGatherEntry e = wr.sge(i);
-            long o = sgeOff + i * SGE_SIZE;
+            if (dropEmpty && e.length() == 0) {
+                continue;
+            }
+            long o = sgeOff + n * SGE_SIZE;
             sgeSeg.set(L, o + G_ADDR, inline != null && inline[i] != 0 ? inline[i] : e.addr());
             sgeSeg.set(I, o + G_LENGTH, e.length());
             sgeSeg.set(I, o + G_LKEY, e.lkey());
+            n++;
         }
         seg.asSlice(off, SEND_WR_SIZE).fill((byte) 0);
         seg.set(L, off + S_WR_ID, wr.wrId());

@@ -27,16 +27,20 @@ class IbvSrqTest extends AbstractSrqTest {
     }
 
     /**
-     * Kernel rxe up to 6.1 never raises IB_EVENT_QP_LAST_WQE_REACHED (no such event anywhere in
-     * drivers/infiniband/sw/rxe of the guest's linux-source-6.1: only CQ_ERR, SQ_DRAINED, SRQ_LIMIT_REACHED
-     * and the PORT events; seen in the VM). The soft device keeps the event (IBA o10-4.2.1; IPoIB-CM drains
-     * its SRQ QPs with it), and a NIC is held to it.
+     * Kernel rxe and siw up to 6.1 never raise IB_EVENT_QP_LAST_WQE_REACHED (no such event anywhere in
+     * drivers/infiniband/sw/rxe or sw/siw of the guest's linux-source-6.1: rxe raises only CQ_ERR,
+     * SQ_DRAINED, SRQ_LIMIT_REACHED and the PORT events, siw only CQ_ERR, SQ_DRAINED, SRQ_LIMIT_REACHED,
+     * QP_FATAL, QP_ACCESS_ERR, QP_REQ_ERR and the PORT events; seen in the VM on rxe0). On siw the test would
+     * also move a live connection's QP to ERR, which on 6.1 underflows the CEP's refcount (docs/ibverbs.md,
+     * the second-accept kernel bug). The soft device keeps the event (IBA o10-4.2.1; IPoIB-CM drains its SRQ
+     * QPs with it), and a NIC is held to it.
      */
     @Test
     @Override
     public void shouldRaiseLastWqeReachedAndKeepSharedReceivesWhenOneQpFails() {
-        Assumptions.assumeFalse(IbvTestFabric.device().name().startsWith("rxe"),
-                "kernel rxe (6.1) raises no QP_LAST_WQE_REACHED");
+        String name = IbvTestFabric.device().name();
+        Assumptions.assumeFalse(name.startsWith("rxe") || name.startsWith("siw"),
+                "kernel rxe and siw (6.1) raise no QP_LAST_WQE_REACHED");
         super.shouldRaiseLastWqeReachedAndKeepSharedReceivesWhenOneQpFails();
     }
 }

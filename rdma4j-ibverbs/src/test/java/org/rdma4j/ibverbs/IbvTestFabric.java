@@ -101,6 +101,17 @@ final class IbvTestFabric implements Fabric {
         }
     }
 
+    /**
+     * On iWARP, side 1 works on librdmacm's context for the device: the passive CM ID makes side 1's QPs there
+     * (rdma_accept needs id->qp), so the test's PDs, CQs and SRQs of side 1 must live on it. Elsewhere, and for
+     * side 0, a context of the test's own.
+     */
+    @Override
+    public org.rdma4j.verbs.Context openContext(int index) {
+        Device d = device(index);
+        return device.isIwarp() && index == 1 ? RdmaCmProvider.deviceContext(device) : d.open();
+    }
+
     /** iWARP: RC QPs are connected through librdmacm (the kernel's iw_cm); null on RoCE. */
     @Override
     public org.rdma4j.verbs.cm.RdmaCm cm() {

@@ -19,6 +19,9 @@ final class Burst {
     private int dirtyCount;
     private SoftQp[] acks = new SoftQp[4];
     private int ackCount;
+    /** The CQs this thread polls (receiver-driven delivery hands their QPs' packets to it: SoftCq.pollerActive). */
+    private final SoftCq[] polled = new SoftCq[8];
+    private int polledCount;
 
     private Burst() {
     }
@@ -77,6 +80,78 @@ final class Burst {
             acks = java.util.Arrays.copyOf(acks, acks.length * 2);
         }
         acks[ackCount++] = qp;
+    }
+
+    /**
+     * This thread polls {@code cq} (SoftCq records it as the CQ's active poller): remembered, so that when the
+     * thread goes to wait on a completion channel it stops being the poller of every CQ at once
+     * ({@link #stopPolling}). Called when the CQ records the activity, at most every few microseconds.
+     *
+     * @param cq the CQ
+     */
+    void polling(SoftCq cq) {
+        for (int i = 0; i < polledCount; i++) {
+            if (polled[i] == cq) {
+                return;
+            }
+        }
+        if (polledCount == polled.length) {
+            // bounded: forget the CQs this thread is no longer the poller of (another took over, or it closed),
+            // then the oldest
+            Thread self = Thread.currentThread();
+            int n = 0;
+            for (int i = 0; i < polledCount; i++) {
+                SoftCq c = polled[i];
+                if (!c.closed && c.polledBy(self)) {
+                    polled[n++] = c;
+                }
+            }
+            if (n == polled.length) {
+                System.arraycopy(polled, 1, polled, 0, n - 1);
+                n--;
+            }
+            for (int i = n; i < polledCount; i++) {
+                polled[i] = null;
+            }
+            polledCount = n;
+        }
+        polled[polledCount++] = cq;
+    }
+
+    /**
+     * The thread stops polling (it waits on a completion channel): senders stop leaving packets for it, and it
+     * runs those they left before they saw it go (docs/engine.md, "Active poller"). The caller owns no executor.
+     *
+     * @return whether it ran any QP
+     */
+    boolean stopPolling() {
+        Thread self = Thread.currentThread();
+        for (int i = 0; i < polledCount; i++) {
+            polled[i].pollerGone(self);
+        }
+        return runHandedOver();
+    }
+
+    /**
+     * Runs what senders left in the inboxes of the QPs of the CQs this thread polled until {@link #stopPolling}
+     * (a packet whose sender saw the thread as the poller just before it stopped). The caller owns no executor.
+     *
+     * @return whether it ran any QP
+     */
+    boolean runHandedOver() {
+        boolean ran = false;
+        for (int i = 0; i < polledCount; i++) {
+            ran |= polled[i].runStragglers();
+        }
+        return ran;
+    }
+
+    /** The thread's wait ended: the CQs it polls are remembered again as it polls them. */
+    void forgetPolled() {
+        for (int i = 0; i < polledCount; i++) {
+            polled[i] = null;
+        }
+        polledCount = 0;
     }
 
     /**

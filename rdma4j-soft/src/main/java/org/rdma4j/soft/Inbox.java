@@ -4,24 +4,70 @@ package org.rdma4j.soft;
 import java.lang.foreign.MemorySegment;
 
 import org.rdma4j.common.concurrent.SlotRing;
+import org.rdma4j.verbs.Gid;
 
 /**
  * A queue pair's hand-off ring (docs/engine.md, "Packets between QPs"): packets for the QP that could not be
  * processed when they were sent (its executor was owned, or its own thread polls and runs it). Many
- * producers (peer QPs, links), one consumer (the QP's executor). Each slot is a preallocated {@link Packet}
- * (made on first use) holding a copy of the header fields and a snapshot of the payload's pieces: the bytes
- * stay in the sender's memory when the sender keeps them until the packet is answered ({@link
- * Packet#payloadStable}: RC requests, READ responses), else (UC, UD, whose WQEs complete when sent) they are
- * copied into the slot's own buffer. Thread-safe as described.
+ * producers (peer QPs, links), one consumer (the QP's executor).
+ *
+ * <p>A slot is two cache lines of a {@code long[]} ({@link #STRIDE} words): the ring's sequence word, the
+ * header fields packed into seven words, and either a payload of up to {@link #INLINE_BYTES} bytes or the
+ * atomic operands. So the receiving thread of a small SEND or of an ACK reads the two lines the sender wrote
+ * and nothing else of the sender's (the hand-off is one cross-core transfer, not one per object: the earlier
+ * slots were {@link Packet} objects with their payload lists and buffers, six or more lines that the
+ * consumer read one after the other). Larger payloads are held beside the slot: a snapshot of the pieces of
+ * a stable payload (the bytes stay in the sender's memory when the sender keeps them until the packet is
+ * answered, {@link Packet#payloadStable}: RC requests, READ responses), else (UC, UD, whose WQEs complete
+ * when sent; a RoCE receive buffer) a copy in the slot's own buffer. The GIDs are kept as references beside
+ * the slot, stored only when they change (they rarely do), so their line stays shared. Thread-safe as
+ * described.
  */
 final class Inbox {
+    /** Words per slot: two cache lines. */
+    static final int STRIDE = 16;
+    /** The first word of a slot's payload (or atomic operands). */
+    private static final int DATA = 8;
+    /** Payloads up to this size travel in the slot itself, stable or not. */
+    static final int INLINE_BYTES = (STRIDE - DATA) * Long.BYTES;
+
+    // word 1: opcode | flags | hop limit | traffic class | P_Key
+    private static final long SOLICITED = 1L << 8;
+    private static final long ACK_REQ = 1L << 9;
+    private static final long ATOMIC = 1L << 10;
+    private static final int MODE_SHIFT = 11;
+    private static final int NONE = 0;
+    private static final int INLINE = 1;
+    private static final int HELD = 2;
+    private static final int BROKEN = 3;
+
     private final SlotRing ring;
-    private final Packet[] slots;
+    private final long[] words;
+    /** The slots as bytes, for payloads copied in and read out. */
+    private final MemorySegment bytes;
+    /** Per slot: source and destination GID (stride 2). */
+    private final Object[] gids;
+    /** Per slot: where a payload too large for the slot is held, made on first use. */
+    private final Held[] held;
+    /** The consumer's view of the slot it is processing (valid from {@link #packet} to {@link #done}). */
+    private final Packet rx = new Packet();
+    private final Sgl rxInline = new Sgl(1);
+    /** The sequence {@link #rx} holds (decoded by {@link #peek}), or -1. */
+    private long rxSeq = -1;
+
+    /** A large payload beside its slot. */
+    private static final class Held {
+        final Sgl sgl = new Sgl(1);
+        MemorySegment buf;
+    }
 
     /** @param capacity slots, a power of two */
     Inbox(int capacity) {
-        this.ring = SlotRing.mpsc(new long[capacity], 1);
-        this.slots = new Packet[capacity];
+        this.words = new long[capacity * STRIDE];
+        this.ring = SlotRing.mpsc(words, STRIDE);
+        this.bytes = MemorySegment.ofArray(words);
+        this.gids = new Object[capacity * 2];
+        this.held = new Held[capacity];
     }
 
     /**
@@ -29,29 +75,74 @@ final class Inbox {
      *
      * @param p the packet, valid during the call
      * @return false when the ring is full (the packet is lost: RC retransmits it)
-     * @throws IllegalStateException or IndexOutOfBoundsException if an unstable payload cannot be read
-     *         (memory closed under the sender); the slot is then published empty of payload and dropped
+     * @throws IllegalStateException or IndexOutOfBoundsException if the payload cannot be read (memory closed
+     *         under the sender); the slot is then published empty of payload and dropped by the consumer
      */
     boolean offer(Packet p) {
         long s = ring.claim();
         if (s < 0) {
             return false;
         }
+        long[] w = words;
+        int b = ring.base(s);
         int i = ring.index(s);
-        Packet slot = slots[i];
-        if (slot == null) {
-            slot = slots[i] = new Packet(); // once per slot; the ring publishes it with the sequence
+        long h = (p.opcode & 0xFF) | (p.solicited ? SOLICITED : 0) | (p.ackReq ? ACK_REQ : 0)
+                | (long) (p.hopLimit & 0xFF) << 16 | (long) (p.trafficClass & 0xFF) << 24 | (long) (p.pkey & 0xFFFF) << 32;
+        boolean atomic = (p.swapAdd | p.compare | p.origValue) != 0;
+        if (atomic) {
+            h |= ATOMIC;
+            w[b + DATA] = p.swapAdd;
+            w[b + DATA + 1] = p.compare;
+            w[b + DATA + 2] = p.origValue;
         }
+        w[b + 2] = (p.destQpn & 0xFFFF_FFFFL) | (long) p.psn << 32;
+        w[b + 3] = p.va;
+        w[b + 4] = (p.rkey & 0xFFFF_FFFFL) | (long) p.dmaLen << 32;
+        w[b + 5] = (p.imm & 0xFFFF_FFFFL) | (long) p.msn << 32;
+        w[b + 6] = (p.qkey & 0xFFFF_FFFFL) | (long) p.srcQpn << 32;
+        int len = p.payloadLen;
+        w[b + 7] = (Math.max(0, len) & 0xFFFF_FFFFL) | (long) p.syndrome << 32;
+        int g = 2 * i;
+        Object[] gs = gids;
+        if (gs[g] != p.sgid) {
+            gs[g] = p.sgid;
+        }
+        if (gs[g + 1] != p.dgid) {
+            gs[g + 1] = p.dgid;
+        }
+        int mode;
         try {
-            slot.copyHeaderFrom(p);
-            slot.holdPayloadOf(p);
+            mode = holdPayload(p, len, atomic, b, i);
         } catch (RuntimeException e) {
-            slot.payloadLen = -1; // published, and dropped by the consumer: a slot cannot be given back
+            w[b + 1] = h | (long) BROKEN << MODE_SHIFT; // published, and dropped by the consumer
             ring.publish(s);
             throw e;
         }
+        w[b + 1] = h | (long) mode << MODE_SHIFT;
         ring.publish(s);
         return true;
+    }
+
+    private int holdPayload(Packet p, int len, boolean atomic, int b, int i) {
+        if (len <= 0 || p.payload == null) {
+            return NONE;
+        }
+        if (len <= INLINE_BYTES && !atomic) {
+            Sgl.transfer(p.payload, p.payloadOff, bytes, (long) (b + DATA) * Long.BYTES, len);
+            return INLINE;
+        }
+        Held x = held[i];
+        if (x == null) {
+            x = held[i] = new Held(); // once per slot; the ring publishes it with the sequence
+        }
+        if (p.payloadStable) {
+            x.sgl.setRange(p.payload, p.payloadOff, len);
+        } else {
+            x.buf = grow(x.buf, len);
+            x.sgl.set(x.buf, 0, len);
+            Sgl.transfer(p.payload, p.payloadOff, x.sgl, 0, len);
+        }
+        return HELD;
     }
 
     /**
@@ -72,15 +163,77 @@ final class Inbox {
         if (ring.isEmpty()) {
             return null;
         }
-        return slots[ring.index(ring.consumerPosition())];
+        return packet(ring.consumerPosition());
     }
 
     /**
+     * The packet in a slot taken by {@link #poll} (or the oldest, for {@link #peek}), decoded into the consumer's
+     * packet object (the QP's executor only; one slot at a time).
+     *
      * @param seq from {@link #poll}
-     * @return the packet in that slot
+     * @return the packet, valid until {@link #done}; its payload is stable until then
      */
     Packet packet(long seq) {
-        return slots[ring.index(seq)];
+        if (seq == rxSeq) {
+            return rx; // decoded by peek
+        }
+        rxSeq = seq;
+        long[] w = words;
+        int b = ring.base(seq);
+        int i = ring.index(seq);
+        Packet p = rx;
+        long h = w[b + 1];
+        p.opcode = (int) h & 0xFF;
+        p.solicited = (h & SOLICITED) != 0;
+        p.ackReq = (h & ACK_REQ) != 0;
+        p.hopLimit = (int) (h >>> 16) & 0xFF;
+        p.trafficClass = (int) (h >>> 24) & 0xFF;
+        p.pkey = (int) (h >>> 32) & 0xFFFF;
+        long x = w[b + 2];
+        p.destQpn = (int) x;
+        p.psn = (int) (x >>> 32);
+        p.va = w[b + 3];
+        x = w[b + 4];
+        p.rkey = (int) x;
+        p.dmaLen = (int) (x >>> 32);
+        x = w[b + 5];
+        p.imm = (int) x;
+        p.msn = (int) (x >>> 32);
+        x = w[b + 6];
+        p.qkey = (int) x;
+        p.srcQpn = (int) (x >>> 32);
+        x = w[b + 7];
+        int len = (int) x;
+        p.syndrome = (int) (x >>> 32);
+        if ((h & ATOMIC) != 0) {
+            p.swapAdd = w[b + DATA];
+            p.compare = w[b + DATA + 1];
+            p.origValue = w[b + DATA + 2];
+        } else {
+            p.swapAdd = 0;
+            p.compare = 0;
+            p.origValue = 0;
+        }
+        p.sgid = (Gid) gids[2 * i];
+        p.dgid = (Gid) gids[2 * i + 1];
+        p.route = null;
+        p.sender = null;
+        p.payloadStable = true;
+        p.payloadOff = 0;
+        p.payloadLen = len;
+        switch ((int) (h >>> MODE_SHIFT) & 3) {
+            case INLINE -> {
+                rxInline.set(bytes, (long) (b + DATA) * Long.BYTES, len);
+                p.payload = rxInline;
+            }
+            case HELD -> p.payload = held[i].sgl;
+            case BROKEN -> {
+                p.payload = null;
+                p.payloadLen = -1; // the payload could not be copied: the consumer drops it
+            }
+            default -> p.payload = null;
+        }
+        return p;
     }
 
     /**
@@ -89,8 +242,8 @@ final class Inbox {
      * @param seq from {@link #poll}
      */
     void done(long seq) {
-        Packet p = slots[ring.index(seq)];
-        p.payload = null; // no reference to the sender's memory outlives the packet
+        rxSeq = -1;
+        rx.payload = null; // no reference to the sender's memory outlives the packet
         ring.release(seq);
     }
 

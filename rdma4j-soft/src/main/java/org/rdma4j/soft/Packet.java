@@ -60,13 +60,6 @@ final class Packet {
      */
     SoftQp sender;
 
-    // An inbox slot's own payload storage (Inbox), made on first use
-    private Sgl held;
-    private MemorySegment heldBytes;
-
-    /** Payloads up to this size are copied into an inbox slot even when stable: the receiver reads one slot. */
-    static final int SLOT_COPY_BYTES = 64;
-
     int mask() {
         return Opcodes.mask(opcode);
     }
@@ -137,61 +130,6 @@ final class Packet {
         payloadLen = 0;
         payloadStable = false;
         return this;
-    }
-
-    /** Copies every header field of {@code p} (an inbox slot taking a packet). */
-    void copyHeaderFrom(Packet p) {
-        route = p.route;
-        sgid = p.sgid;
-        dgid = p.dgid;
-        hopLimit = p.hopLimit;
-        trafficClass = p.trafficClass;
-        opcode = p.opcode;
-        solicited = p.solicited;
-        pkey = p.pkey;
-        destQpn = p.destQpn;
-        ackReq = p.ackReq;
-        psn = p.psn;
-        va = p.va;
-        rkey = p.rkey;
-        dmaLen = p.dmaLen;
-        swapAdd = p.swapAdd;
-        compare = p.compare;
-        imm = p.imm;
-        syndrome = p.syndrome;
-        msn = p.msn;
-        origValue = p.origValue;
-        qkey = p.qkey;
-        srcQpn = p.srcQpn;
-    }
-
-    /**
-     * Makes this (an inbox slot) hold {@code p}'s payload beyond the sender's call: a snapshot of the pieces
-     * of a stable payload (the bytes stay where they are), a copy of an unstable or small one.
-     *
-     * @throws IllegalStateException or IndexOutOfBoundsException if the bytes to copy cannot be read
-     */
-    void holdPayloadOf(Packet p) {
-        int len = p.payloadLen;
-        payloadOff = 0;
-        payloadLen = len;
-        payloadStable = true;
-        if (len <= 0 || p.payload == null) {
-            payload = null;
-            payloadLen = Math.max(0, len);
-            return;
-        }
-        if (held == null) {
-            held = new Sgl(1);
-        }
-        if (p.payloadStable && len > SLOT_COPY_BYTES) {
-            held.setRange(p.payload, p.payloadOff, len);
-        } else {
-            heldBytes = Inbox.grow(heldBytes, len);
-            held.set(heldBytes, 0, len);
-            Sgl.transfer(p.payload, p.payloadOff, held, 0, len);
-        }
-        payload = held;
     }
 
     @Override

@@ -186,6 +186,26 @@ final class QpExecutor {
         }
     }
 
+    /**
+     * Runs the duty cycle once on this thread if nobody owns the executor, then lets go as {@link #release}
+     * does (running it again while work is pending): for a thread that found work for the QP itself (a poller
+     * that saw packets in the QP's inbox). Unlike {@link #schedule} it stores no pending flag first, which
+     * would cost a second atomic instruction per hand-off.
+     *
+     * @return whether this thread ran it (false: another thread owns it, and runs the work before it lets go)
+     */
+    boolean tryRun() {
+        if (!tryAcquire()) {
+            return false;
+        }
+        try {
+            work.dutyCycle();
+        } finally {
+            release();
+        }
+        return true;
+    }
+
     /** Marks work pending without trying to run it: for the owner, whose release runs it. */
     void markPending() {
         PENDING.setVolatile(this, 1);

@@ -30,6 +30,8 @@ final class Requester {
     private final SoftQp qp;
     private final Packet tx = new Packet();
     private final DmaPiece piece = new DmaPiece();
+    /** The payload of an INLINE request: its bytes in the QP's inline area (SendWqe.inlineOff). */
+    private final Sgl inlinePayload;
     /** Next PSN to send (rxe req.psn). */
     int psn;
     /** The PSN after the highest ever sent: where the requester was before go-back-N rewound it. */
@@ -41,6 +43,7 @@ final class Requester {
 
     Requester(SoftQp qp) {
         this.qp = qp;
+        this.inlinePayload = new Sgl(1, qp.device.dma);
     }
 
     void reset() {
@@ -314,15 +317,20 @@ final class Requester {
                 if (last && (w.flags & SendFlags.SOLICITED) != 0) {
                     p.solicited = true;
                 }
-                p.payload = w.sgl;
+                Sgl src = w.sgl;
+                if (w.inline) {
+                    src = inlinePayload;
+                    src.set(qp.inlineArea, w.inlineOff, w.length);
+                }
+                p.payload = src;
                 p.payloadOff = w.sent;
                 p.payloadLen = chunk;
-                if (w.sgl.port != null && !sourceReadable(w, chunk, last) || !w.sgl.reachable(w.sent, chunk)) {
+                if (src.port != null && !sourceReadable(w, src, chunk, last) || !src.reachable(w.sent, chunk)) {
                     // The device reads the payload as it transmits (rxe finish_packet): a fault now, an IOMMU
                     // mapping removed since post or memory whose arena was closed, fails the WQE with
                     // LOC_PROT_ERR (rxe: -EFAULT from the copy).
-                    if (!w.sgl.reachable(w.sent, chunk)) {
-                        w.sgl.unreachable(w.opcode + " wr_id " + w.wrId + " on " + qp.describe()
+                    if (!src.reachable(w.sent, chunk)) {
+                        src.unreachable(w.opcode + " wr_id " + w.wrId + " on " + qp.describe()
                                 + " reads memory whose arena is closed or that another thread owns");
                     }
                     fail(w, WcStatus.LOC_PROT_ERR);
@@ -380,8 +388,8 @@ final class Requester {
     }
 
     /** Checks the device's read of the next chunk; with the DMA checker, compares the payload checksum. */
-    private boolean sourceReadable(SendWqe w, int chunk, boolean last) {
-        if (!w.sgl.access(w.sent, chunk, DmaSpace.READ)) {
+    private boolean sourceReadable(SendWqe w, Sgl src, int chunk, boolean last) {
+        if (!src.access(w.sent, chunk, DmaSpace.READ)) {
             return false;
         }
         if (last && w.postedAt != null && qp.device.dma.checker() != null && w.sgl.reachable(0, w.length)

@@ -8,7 +8,10 @@ import org.rdma4j.verbs.WrOpcode;
 
 /**
  * A send-queue slot: the posted request copied out of the user's {@link org.rdma4j.verbs.SendWorkRequest}
- * (inline data included) plus the engine's progress on it. Accessed by the QP's owner only (its executor).
+ * (inline data included: in the QP's inline area, at {@link #inlineOff}) plus the engine's progress on it. An
+ * INLINE request's scatter list is not copied (its bytes are), and its {@link #sgl} is not used: the requester
+ * reads the inline area, so posting one touches the slot and one line of inline data, not the slot's lists too
+ * (docs/benchmarks.md, the message-rate profile). Accessed by the QP's owner only (its executor).
  */
 final class SendWqe {
     static final int POSTED = 0;
@@ -49,7 +52,8 @@ final class SendWqe {
     final int[] lkey;
     /** The CPU memory named with each SGE ({@code ScatterGatherEntry.dma}/{@code inline}), or null. */
     final MemorySegment[] buf;
-    final MemorySegment inlineBuf;
+    /** Where this slot's inline data lives in its QP's inline area ({@link SoftQp#inlineArea}). */
+    final long inlineOff;
     boolean inline;
     long length;
 
@@ -66,12 +70,12 @@ final class SendWqe {
     long postCrc;
     Throwable postedAt;
 
-    SendWqe(int maxSge, MemorySegment inlineBuf, org.rdma4j.dma.DmaSpace dma) {
+    SendWqe(int maxSge, long inlineOff, org.rdma4j.dma.DmaSpace dma) {
         addr = new long[maxSge];
         len = new int[maxSge];
         lkey = new int[maxSge];
         buf = new MemorySegment[maxSge];
-        this.inlineBuf = inlineBuf;
+        this.inlineOff = inlineOff;
         sgl = new Sgl(maxSge, dma);
     }
 }

@@ -248,6 +248,37 @@ final class Sgl {
         }
     }
 
+    /**
+     * Copies {@code count} bytes starting at byte {@code srcPos} of {@code src} into the device's own memory
+     * (an inbox slot: no access of the destination to check). The source range must lie within the list.
+     *
+     * @throws IllegalStateException ({@link #FAULT}) if FFM refuses the source (an arena closed, a confined segment)
+     */
+    static void transfer(Sgl src, long srcPos, MemorySegment dst, long dstOff, long count) {
+        try {
+            if (src.n == 1) {
+                Bytes.copy(src.seg[0], src.off[0] + srcPos, dst, dstOff, count);
+                return;
+            }
+            int si = 0;
+            while (si < src.n && srcPos >= src.len[si]) {
+                srcPos -= src.len[si++];
+            }
+            while (count > 0) {
+                long chunk = Math.min(count, src.len[si] - srcPos);
+                Bytes.copy(src.seg[si], src.off[si] + srcPos, dst, dstOff, chunk);
+                count -= chunk;
+                dstOff += chunk;
+                srcPos = 0;
+                si++;
+            }
+        } catch (IllegalStateException | WrongThreadException gone) {
+            src.unreachable("a " + count + "-byte copy found memory " + (gone instanceof WrongThreadException
+                    ? "confined to another thread" : "whose arena is closed") + " (" + gone.getMessage() + ")");
+            throw FAULT;
+        }
+    }
+
     private static void copy(Sgl src, long srcPos, Sgl dst, long dstPos, long count) {
         if (src.n == 1 && dst.n == 1) {
             Bytes.copy(src.seg[0], src.off[0] + srcPos, dst.seg[0], dst.off[0] + dstPos, count);

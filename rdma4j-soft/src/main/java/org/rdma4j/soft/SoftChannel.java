@@ -130,6 +130,12 @@ final class SoftChannel extends SoftResource implements CompletionChannel {
         w.handedOver = false;
         w.idle.reset();
         boolean roce = ctx.device.roceLink() != null;
+        // This thread polls no CQ while it waits: senders must run their packets' QPs themselves (so that the
+        // completion that raises the event is made at all), not leave them to it. Those they left before they saw
+        // it go are run in the loop below (in process the engine agent's check would take them only after ~1 ms:
+        // the event-driven round trip cost 2 ms, docs/benchmarks.md).
+        Burst polls = Burst.current();
+        polls.stopPolling();
         try {
             for (;;) {
                 if (closed) {
@@ -144,9 +150,16 @@ final class SoftChannel extends SoftResource implements CompletionChannel {
                 if (left <= 0) {
                     return null;
                 }
-                if (roce) {
-                    ctx.device.pollIdle(); // the completion may be in the socket: receive it on this thread
+                if (roce && !w.handedOver) {
+                    // the completion may be in the socket: receive it on this thread while it spins. Not once it
+                    // has handed receiving to the agents (its first park): a poll would make it the device's poller
+                    // again, and the receive agent would then park for the poller window instead of waiting in
+                    // poll(2), leaving the next datagram to a thread asleep for up to a millisecond (cm's trace of
+                    // the CM agent: in 158 of 220 event-driven round trips the sleeping waiter took both datagrams
+                    // on its park wake-ups, one way p50 68-92 us)
+                    ctx.device.pollIdle();
                 }
+                polls.runHandedOver();
                 cq = take();
                 if (cq != null) {
                     return cq;
@@ -161,6 +174,7 @@ final class SoftChannel extends SoftResource implements CompletionChannel {
                 }
             }
         } finally {
+            polls.forgetPolled();
             removeWaiter(self);
             if (roce && !w.handedOver) {
                 ctx.device.waiterBlocking(); // the thread leaves the receive path: the agents take over

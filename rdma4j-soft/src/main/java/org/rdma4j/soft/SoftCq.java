@@ -145,6 +145,51 @@ final class SoftCq extends SoftResource implements CompletionQueue {
         }
     }
 
+    /** {@return whether {@code t} is the thread that last recorded a poll of this CQ (a hint)} */
+    boolean polledBy(Thread t) {
+        return lastPoller == t;
+    }
+
+    /**
+     * Thread {@code t} stops polling (it waits on a completion channel, Burst.stopPolling): if it was this CQ's
+     * poller, senders deliver on their own threads from now on.
+     *
+     * @param t the thread
+     */
+    void pollerGone(Thread t) {
+        if (lastPoller == t) {
+            pollerGone();
+        }
+    }
+
+    /**
+     * Runs the QPs whose packets senders left to this CQ's poller, recording no activity (a poller that stopped
+     * takes what was left to it before senders saw it go). The caller owns no executor.
+     *
+     * @return whether any QP was run
+     */
+    boolean runStragglers() {
+        boolean ran = false;
+        SoftQp[] a = attached;
+        if (a.length <= SCAN_QPS) {
+            for (SoftQp q : a) {
+                if (!q.inbox.isEmpty()) {
+                    ran |= q.runHandedOver();
+                }
+            }
+            return ran;
+        }
+        for (int i = 0; i < 64; i++) {
+            SoftQp q = ready.poll();
+            if (q == null) {
+                break;
+            }
+            q.readyListed = false;
+            ran |= q.runHandedOver();
+        }
+        return ran;
+    }
+
     /**
      * A sender left {@code qp} a packet for this CQ's poller: a CQ with few QPs finds it by looking at their
      * inboxes, one with many through its ready list.
@@ -178,26 +223,9 @@ final class SoftCq extends SoftResource implements CompletionQueue {
                 lastPoller = self;
             }
             lastEmptyPollNs = now;
+            Burst.current().polling(this); // so that a wait on a completion channel ends the activity at once
         }
-        boolean ran = false;
-        SoftQp[] a = attached;
-        if (a.length <= SCAN_QPS) {
-            for (SoftQp q : a) {
-                if (!q.inbox.isEmpty()) {
-                    ran |= q.runHandedOver();
-                }
-            }
-            return ran;
-        }
-        for (int i = 0; i < 64; i++) {
-            SoftQp q = ready.poll();
-            if (q == null) {
-                break;
-            }
-            q.readyListed = false;
-            ran |= q.runHandedOver();
-        }
-        return ran;
+        return runStragglers();
     }
 
     /**

@@ -53,6 +53,8 @@ final class SoftQp extends SoftResource implements QueuePair {
     final int qpn;
     final RecvQueue rq;
     private final Arena arena;
+    /** The send queue's inline data, one stride per slot (SendWqe.inlineOff). */
+    final MemorySegment inlineArea;
 
     // Attributes (written by the owner after creation; state is volatile for posting and polling).
     volatile QpState state = QpState.RESET;
@@ -176,9 +178,9 @@ final class SoftQp extends SoftResource implements QueuePair {
         this.sq = new SendWqe[Bytes.ceilPow2(c.maxSendWr())];
         this.sqMask = sq.length - 1;
         int inl = Math.max(8, (c.maxInlineData() + 7) & ~7);
-        MemorySegment inlineArea = arena.allocate((long) inl * sq.length, 8);
+        this.inlineArea = arena.allocate((long) inl * sq.length, 8);
         for (int i = 0; i < sq.length; i++) {
-            sq[i] = new SendWqe(sendSge, inlineArea.asSlice((long) i * inl, inl), device.dma);
+            sq[i] = new SendWqe(sendSge, (long) i * inl, device.dma);
         }
         this.validOps = new boolean[WrOpcode.values().length];
         for (WrOpcode op : WrOpcode.values()) {
@@ -336,9 +338,35 @@ final class SoftQp extends SoftResource implements QueuePair {
      * Whether this thread owns the executor on behalf of a sender's burst without running this QP's work: the
      * sender delivers its next packets here directly, with no lock operation per packet (owner only).
      */
-    private boolean heldForSender;
-    /** The peer whose executor this QP's owner keeps for the rest of its burst (owner only), or null. */
-    private SoftQp keptPeer;
+    private final OwnerState own = new OwnerState();
+
+    /** Cache-line padding before {@link OwnerState}'s fields (superclass fields are laid out first). */
+    @SuppressWarnings("unused")
+    private abstract static class OwnerStatePad {
+        long p0, p1, p2, p3, p4, p5, p6, p7;
+    }
+
+    /**
+     * The owner's per-packet bookkeeping, in an object of its own: every sender reads this QP's fields (its
+     * executor, inbox, CQs, addresses) on each delivery, and a field the owner writes per packet on one of
+     * those cache lines would move the line between the two cores every time (false sharing). Owner only.
+     */
+    private abstract static class OwnerStateFields extends OwnerStatePad {
+        /** The executor is owned on behalf of a sender's burst (see {@link SoftQp#deliver}). */
+        boolean heldForSender;
+        /** The peer whose executor this QP's owner keeps for the rest of its burst, or null. */
+        SoftQp keptPeer;
+        /** Whether {@link SoftQp#drainInbox} is running. */
+        boolean draining;
+        /** Whether this QP's END_OF_BURST ACK is listed on a thread's burst (owner, or that burst's thread). */
+        boolean burstAckListed;
+    }
+
+    /** Padding after the fields, so the next object allocated does not share their line. */
+    @SuppressWarnings("unused")
+    private static final class OwnerState extends OwnerStateFields {
+        long q0, q1, q2, q3, q4, q5, q6, q7;
+    }
 
     /**
      * A packet for this QP from a link (the dispatcher checked its transport and addresses): processed now on
@@ -354,9 +382,9 @@ final class SoftQp extends SoftResource implements QueuePair {
             return;
         }
         if (ex.heldByCurrentThread()) {
-            if (heldForSender) {
+            if (own.heldForSender) {
                 // kept for the burst of the QP that is sending (below): its next packet goes in directly
-                heldForSender = false;
+                own.heldForSender = false;
                 try {
                     if (!inbox.isEmpty()) {
                         drainInbox();
@@ -368,7 +396,7 @@ final class SoftQp extends SoftResource implements QueuePair {
                         process(p);
                     }
                 } finally {
-                    heldForSender = true;
+                    own.heldForSender = true;
                 }
                 return;
             }
@@ -393,9 +421,9 @@ final class SoftQp extends SoftResource implements QueuePair {
                 // keep the executor for the rest of the sender's burst (its next packets, the coalesced ACK at
                 // its end): one lock operation per burst instead of per packet. The sender lets go of it at its
                 // own end of burst (releaseKeptPeer), before it lets go of its own executor.
-                if (s != null && s.keptPeer == null && s != this && s.exec.heldByCurrentThread()) {
-                    s.keptPeer = this;
-                    heldForSender = true;
+                if (s != null && s.own.keptPeer == null && s != this && s.exec.heldByCurrentThread()) {
+                    s.own.keptPeer = this;
+                    own.heldForSender = true;
                     keep = true;
                 }
             } finally {
@@ -440,7 +468,12 @@ final class SoftQp extends SoftResource implements QueuePair {
         if (!ok) {
             return false; // full: the sender runs it (or queues it behind the owner) below
         }
-        exec.markPending();
+        if (exec.isHeld()) {
+            // an owner runs it before it lets go. Only then: the pending flag is a volatile store, whose fence
+            // would wait here for the slot's lines to reach this core, and the poller finds the packet by
+            // itself (its empty poll looks at the inbox; the timer service's check covers a poller that stops)
+            exec.markPending();
+        }
         if (!active.handedOver(this)) {
             exec.schedule(); // the ready list is full: run it now
             return true;
@@ -476,20 +509,15 @@ final class SoftQp extends SoftResource implements QueuePair {
      * @return whether this thread ran the QP
      */
     boolean runHandedOver() {
-        if (!exec.tryAcquire()) {
-            return false;
-        }
-        exec.markPending();
-        exec.release();
-        return true;
+        return exec.tryRun();
     }
 
     /** Lets go of the peer executor kept for this QP's burst (owner only). */
     private void releaseKeptPeer() {
-        SoftQp b = keptPeer;
+        SoftQp b = own.keptPeer;
         if (b != null) {
-            keptPeer = null;
-            b.heldForSender = false;
+            own.keptPeer = null;
+            b.own.heldForSender = false;
             b.exec.release(); // runs what waited for it, and its end of burst (the ACK)
         }
     }
@@ -527,10 +555,10 @@ final class SoftQp extends SoftResource implements QueuePair {
 
     /** Processes what the inbox holds (at most one ring's worth). Owner only. */
     void drainInbox() {
-        if (draining) {
+        if (own.draining) {
             return; // called from the processing of a packet of this drain (a response runs the requester)
         }
-        draining = true;
+        own.draining = true;
         try {
             int n = 0;
             long seq;
@@ -547,12 +575,10 @@ final class SoftQp extends SoftResource implements QueuePair {
                 exec.markPending(); // the rest in the next cycle, after the others' work
             }
         } finally {
-            draining = false;
+            own.draining = false;
         }
     }
 
-    /** Whether {@link #drainInbox} is running (owner only). */
-    private boolean draining;
 
     /** The duty cycle (QpExecutor.Work): a READ reply's next burst, inbox, due timers, requester. Owner only. */
     private void dutyCycle() {
@@ -607,15 +633,15 @@ final class SoftQp extends SoftResource implements QueuePair {
             if (!responder.ackDueAtEndOfBurst()) {
                 return;
             }
-            if (device.onWire() && !burstAckListed) {
+            if (device.onWire() && !own.burstAckListed) {
                 Burst b = Burst.current();
                 if (b.active()) {
-                    burstAckListed = true;
+                    own.burstAckListed = true;
                     b.ackAtEnd(this);
                     return;
                 }
             }
-            if (!burstAckListed) {
+            if (!own.burstAckListed) {
                 responder.flushAck();
             }
         } catch (Throwable t) {
@@ -623,14 +649,12 @@ final class SoftQp extends SoftResource implements QueuePair {
         }
     }
 
-    /** Whether this QP's END_OF_BURST ACK is listed on a thread's burst (owner, or that burst's thread). */
-    boolean burstAckListed;
 
     /** The thread's burst ended: its END_OF_BURST ACK leaves. The caller owns no executor. */
     void flushBurstAck() {
         exec.acquire();
         try {
-            burstAckListed = false;
+            own.burstAckListed = false;
             if (responder.ackDueAtEndOfBurst()) {
                 responder.flushAck();
             }
@@ -982,6 +1006,17 @@ final class SoftQp extends SoftResource implements QueuePair {
 
     // ------------------------------------------------------------------ timers (owner; the service reads deadlines)
 
+    /**
+     * A response arrived since the retransmit timer was armed (the completer's rxe behaviour). Stored only when
+     * it changes: the timer stays armed across messages, so the flag is true nearly always, and a store per
+     * response would take its cache line from the senders that read the fields beside it.
+     */
+    void progressMade() {
+        if (!progressSinceArm) {
+            progressSinceArm = true;
+        }
+    }
+
     void armRetransmit() {
         if (retransDeadline == 0) {
             long t = Aeth.retransmitTimeoutNs(timeout);
@@ -1128,43 +1163,59 @@ final class SoftQp extends SoftResource implements QueuePair {
         }
         SendWqe w = slot(sqHead);
         w.wrId = wr.wrId();
-        w.opcode = wr.opcode();
+        WrOpcode op = wr.opcode();
+        if (w.opcode != op) {
+            w.opcode = op; // reference stores only when they change: no GC barrier per request
+        }
         w.flags = wr.sendFlags();
         w.imm = wr.immData();
         w.remoteAddr = wr.remoteAddr();
         w.rkey = wr.rkey();
         w.compareAdd = wr.compareAdd();
         w.swap = wr.swap();
-        w.ah = (SoftAh) wr.ah();
+        SoftAh ah = (SoftAh) wr.ah();
+        if (w.ah != ah) {
+            w.ah = ah;
+        }
         w.remoteQpn = wr.remoteQpn();
         w.remoteQkey = wr.remoteQkey();
         w.signaled = sqSigAll || (wr.sendFlags() & SendFlags.SIGNALED) != 0;
         w.inline = (wr.sendFlags() & SendFlags.INLINE) != 0;
         int n = wr.numSge();
-        long total = 0;
-        for (int i = 0; i < n; i++) {
-            ScatterGatherEntry s = wr.sge(i);
-            w.addr[i] = s.addr();
-            w.len[i] = s.length();
-            w.lkey[i] = s.lkey();
-            MemorySegment b = s.segment();
-            if (w.buf[i] != b) {
-                w.buf[i] = b; // the CPU memory of a DMA-mapped entry; skip the store when unchanged
-            }
-            total += s.length();
-        }
         w.numSge = n;
-        w.length = total;
-        if (w.inline && !copyInline(w, wr)) {
-            return refuse(wr, Errno.EINVAL, "inline data of " + total + " bytes is not readable: each entry must lie"
-                    + " in its segment (ScatterGatherEntry.inline) or in a registered region of this context, and"
-                    + " in memory this thread may access");
+        if (w.inline) {
+            // the bytes are copied now; the scatter list is not kept (nothing reads it again)
+            if (!copyInline(w, wr)) {
+                long total = 0;
+                for (int i = 0; i < n; i++) {
+                    total += wr.sge(i).length();
+                }
+                return refuse(wr, Errno.EINVAL, "inline data of " + total + " bytes is not readable: each entry must"
+                        + " lie in its segment (ScatterGatherEntry.inline) or in a registered region of this context,"
+                        + " and in memory this thread may access");
+            }
+        } else {
+            long total = 0;
+            for (int i = 0; i < n; i++) {
+                ScatterGatherEntry s = wr.sge(i);
+                w.addr[i] = s.addr();
+                w.len[i] = s.length();
+                w.lkey[i] = s.lkey();
+                MemorySegment b = s.segment();
+                if (w.buf[i] != b) {
+                    w.buf[i] = b; // the CPU memory of a DMA-mapped entry; skip the store when unchanged
+                }
+                total += s.length();
+            }
+            w.length = total;
         }
         w.state = SendWqe.POSTED;
         w.sent = 0;
         w.received = 0;
         w.tookCredit = false;
-        w.status = null;
+        if (w.status != null) {
+            w.status = null;
+        }
         wr.postError(null);
         sqHead++;
         return true;
@@ -1240,9 +1291,14 @@ final class SoftQp extends SoftResource implements QueuePair {
         return false;
     }
 
-    /** Copies inline data into the WQE; the L_Key is not checked (ibv_post_send.3). */
+    /**
+     * Copies inline data into the WQE's stride of the inline area and sets its length; the L_Key is not checked
+     * (ibv_post_send.3).
+     */
     private boolean copyInline(SendWqe w, SendWorkRequest wr) {
         long pos = 0;
+        MemorySegment dst = inlineArea;
+        long base = w.inlineOff;
         try {
             for (int i = 0; i < w.numSge; i++) {
                 ScatterGatherEntry s = wr.sge(i);
@@ -1258,7 +1314,7 @@ final class SoftQp extends SoftResource implements QueuePair {
                     if (o < 0 || o > src.byteSize() - l) {
                         return false;
                     }
-                    Bytes.copy(src, o, w.inlineBuf, pos, l);
+                    Bytes.copy(src, o, dst, base + pos, l);
                 } else {
                     SoftMr mr = device.lookupMr(s.lkey());
                     if (mr == null || mr.pd.ctx != pd.ctx || !mr.contains(s.addr(), l)) {
@@ -1267,14 +1323,14 @@ final class SoftQp extends SoftResource implements QueuePair {
                     if (mr == null) {
                         return false; // an address outside registered memory cannot be read safely
                     }
-                    Bytes.copy(mr.segment, s.addr() - mr.address, w.inlineBuf, pos, l);
+                    Bytes.copy(mr.segment, s.addr() - mr.address, dst, base + pos, l);
                 }
                 pos += l;
             }
         } catch (IllegalStateException | IndexOutOfBoundsException | WrongThreadException ex) {
             return false; // a closed arena, a range outside the segment, a confined segment of another thread
         }
-        w.sgl.set(w.inlineBuf, 0, pos);
+        w.length = pos;
         return true;
     }
 

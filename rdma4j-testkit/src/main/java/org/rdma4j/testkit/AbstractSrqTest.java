@@ -79,6 +79,7 @@ public abstract class AbstractSrqTest extends ConformanceTestBase {
     }
 
     /** Should fail with RNR_RETRY_EXC_ERR when SRQ is empty. */
+    @NotOnIwarp("no RNR NAK, RNR timer or transport retry over TCP: a SEND without a posted receive or to a gone peer completes once TCP has it (seen in the VM on siw0)")
     @Test
     public void shouldFailWithRnrRetryExcErrWhenSrqIsEmpty() {
         Rig r = rig();

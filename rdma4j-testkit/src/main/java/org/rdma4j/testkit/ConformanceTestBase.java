@@ -45,9 +45,9 @@ import org.rdma4j.verbs.WrOpcode;
 /**
  * Common fixture of every conformance suite. Before each test it creates a {@link ManualClock}, the
  * device's {@link Fabric} and one context on each of device 0 ({@link #ctxA}) and device 1
- * ({@link #ctxB}), plus a shared {@link Arena} for buffers. Tests create verbs objects through
- * {@link #track}; after the test they are closed in reverse order of creation, then the contexts
- * are closed. That is the leak check: {@code Context.close()} fails with EBUSY while anything the
+ * ({@link #ctxB}), each from {@link Fabric#openContext}, plus a shared {@link Arena} for buffers. Tests
+ * create verbs objects through {@link #track}; after the test they are closed in reverse order of
+ * creation, then the contexts are closed. That is the leak check: {@code Context.close()} fails with EBUSY while anything the
  * test forgot is still open, and the test fails with it.
  *
  * <p>Waiting is bounded and never sleeps: {@link #pollUntil} spins with {@link Thread#onSpinWait()}
@@ -114,8 +114,8 @@ public abstract class ConformanceTestBase {
         assertTrue(fabric.deviceCount() >= 2, "a conformance fabric needs at least 2 devices, has "
                 + fabric.deviceCount());
         arena = fabric.bufferArena();
-        ctxA = fabric.device(0).open();
-        ctxB = fabric.device(1).open();
+        ctxA = fabric.openContext(0);
+        ctxB = fabric.openContext(1);
         players = new Players(this);
         NotOnIwarp rule = test.getTestMethod().map(m -> m.getAnnotation(NotOnIwarp.class)).orElse(null);
         if (rule != null) {

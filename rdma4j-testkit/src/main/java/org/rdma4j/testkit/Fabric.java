@@ -76,6 +76,21 @@ public interface Fabric extends AutoCloseable {
     }
 
     /**
+     * Opens the context a test side uses on device {@code index}: by default {@code device(index).open()}.
+     * A fabric whose side-1 QPs must be made by a CM ID ({@link #cm()}: on iWARP, librdmacm's
+     * {@code rdma_accept} needs the passive ID's own QP, made on the CM's context for the device) returns
+     * that context for index 1, so the PDs, CQs and SRQs the test makes there are usable by the CM's QPs.
+     * Such a shared context is not closed by {@code close()}, which still refuses (EBUSY) while anything
+     * the test made on it is open: the suites' leak check keeps working.
+     *
+     * @param index 0-based device index
+     * @return a context on that device
+     */
+    default org.rdma4j.verbs.Context openContext(int index) {
+        return device(index).open();
+    }
+
+    /**
      * The IP address both sides of a loopback iWARP fabric use with {@link #cm()}.
      *
      * @return the address, or null

@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 package org.rdma4j.testkit;
 
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
-import java.time.Duration;
 import java.util.EnumSet;
 import java.util.Set;
 
@@ -22,13 +19,7 @@ import org.rdma4j.verbs.QpState;
 import org.rdma4j.verbs.QpType;
 import org.rdma4j.verbs.QueuePair;
 import org.rdma4j.verbs.SharedReceiveQueue;
-import org.rdma4j.verbs.cm.CmEvent;
-import org.rdma4j.verbs.cm.CmEventChannel;
-import org.rdma4j.verbs.cm.CmEventType;
 import org.rdma4j.verbs.cm.CmId;
-import org.rdma4j.verbs.cm.ConnParam;
-import org.rdma4j.verbs.cm.PortSpace;
-import org.rdma4j.verbs.cm.RdmaCm;
 
 /**
  * Builds connected QPs on the fabric's two devices, after rdma-core's {@code tests/base.py} players
@@ -120,61 +111,31 @@ public final class Players {
         return new QpPair(a, b);
     }
 
-    /** How long each CM step of {@link #connectedThroughCm} may take (the kernel's CM, real time). */
-    private static final Duration CM_STEP = Duration.ofSeconds(20);
-
     /**
-     * An RC pair connected by the fabric's CM (iWARP): side A's QP is the test's own, given to rdma_connect
-     * by number (the kernel's iw_cm takes it with iw_get_qp and moves it to RTS); side B's QP is made by the
-     * passive CM ID on librdmacm's context for the device, as rdma_accept requires (librdmacm's
-     * ucma_modify_qp_rtr refuses an ID without a QP). The CM IDs and their channel are tracked before B's
-     * objects, so B's QP is destroyed before its ID. What the pair connects with is the configs' RDMA READ
-     * depth; the IB attributes (PSNs, timeouts, retry counts, path MTU) do not exist on iWARP.
+     * An RC pair connected by the fabric's CM (iWARP, {@link CmConnector}): side A's QP is the test's own on
+     * {@code ctxA}; side B's QP is made by the passive CM ID on the CM's context for the device, which is
+     * {@code ctxB} when the fabric's {@link Fabric#openContext} gives it (then B's PD and SRQ may be the
+     * test's). What the pair connects with is the configs' RDMA READ depth; the IB attributes (PSNs,
+     * timeouts, retry counts, path MTU) do not exist on iWARP.
      */
     private QpPair connectedThroughCm(QpConfig local, QpConfig remote) {
-        if (remote.pd() != null || remote.srq() != null) {
+        ProtectionDomain pdB = remote.srq() != null ? remote.srq().pd() : remote.pd();
+        if (pdB != null && pdB.context() != base.ctxB) {
             org.junit.jupiter.api.Assumptions.abort("on iWARP side B's QP is made on the CM's context: a PD or SRQ"
-                    + " of the test's own context cannot be used there");
+                    + " of another context cannot be used there");
         }
-        RdmaCm cm = base.fabric.cm();
-        InetAddress ip = base.fabric.cmAddress();
         Endpoint a = endpoint(base.ctxA, local);
-        CmEventChannel ch = base.track(cm.createEventChannel());
-        CmId listener = base.track(ch.createId(PortSpace.TCP));
-        listener.bindAddr(new InetSocketAddress(ip, 0));
-        listener.listen(1);
-        int port = ((InetSocketAddress) listener.localAddress()).getPort();
-        CmId active = base.track(ch.createId(PortSpace.TCP));
-        active.resolveAddr(new InetSocketAddress(ip, 0), new InetSocketAddress(ip, port), CM_STEP);
-        cmEvent(ch, CmEventType.ADDR_RESOLVED).ack();
-        active.resolveRoute(CM_STEP);
-        cmEvent(ch, CmEventType.ROUTE_RESOLVED).ack();
         int depth = Math.max(1, Math.min(local.maxRdAtomic(), remote.maxRdAtomic()));
-        active.connect(new ConnParam().qpNum(a.qpNum()).responderResources(depth).initiatorDepth(depth));
-        CmEvent req = cmEvent(ch, CmEventType.CONNECT_REQUEST);
-        CmId passive = base.track(req.id());
-        req.ack();
-        Endpoint b = endpoint(passive.context(), remote, passive);
-        passive.accept(new ConnParam().responderResources(depth).initiatorDepth(depth));
-        cmEvent(ch, CmEventType.ESTABLISHED).ack();
-        cmEvent(ch, CmEventType.ESTABLISHED).ack();
-        return new QpPair(a, b);
-    }
-
-    private static CmEvent cmEvent(CmEventChannel ch, CmEventType type) {
-        long deadline = System.nanoTime() + CM_STEP.toNanos();
-        while (System.nanoTime() - deadline < 0) {
-            CmEvent e = ch.pollEvent();
-            if (e != null) {
-                if (e.type() != type) {
-                    e.ack();
-                    throw new AssertionError("connecting through the CM: expected " + type.rdmaName() + ", got " + e);
-                }
-                return e;
+        Endpoint[] b = new Endpoint[1];
+        CmConnector.connect(base.fabric, a.qp(), depth, passive -> {
+            if (pdB != null && passive.context() != pdB.context()) {
+                throw new IllegalStateException("the fabric's context 1 is not the CM's context for "
+                        + base.fabric.device(1).name() + ": its PD cannot serve the passive CM ID's QP");
             }
-            Thread.onSpinWait();
-        }
-        throw new AssertionError("connecting through the CM: no " + type.rdmaName() + " within " + CM_STEP);
+            b[0] = endpoint(passive.context(), remote, passive);
+            return b[0].qp();
+        }, base::track);
+        return new QpPair(a, b[0]);
     }
 
     /**

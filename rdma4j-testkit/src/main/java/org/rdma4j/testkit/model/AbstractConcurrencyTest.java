@@ -28,9 +28,11 @@ import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.function.Supplier;
 
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.rdma4j.common.ManualClock;
+import org.rdma4j.testkit.CmConnector;
 import org.rdma4j.testkit.Fabric;
 import org.rdma4j.verbs.AccessFlag;
 import org.rdma4j.verbs.AddressHandle;
@@ -43,6 +45,7 @@ import org.rdma4j.verbs.QpCapabilities;
 import org.rdma4j.verbs.QpInitAttributes;
 import org.rdma4j.verbs.QpType;
 import org.rdma4j.verbs.QueuePair;
+import org.rdma4j.verbs.TransportType;
 import org.rdma4j.verbs.RecvWorkRequest;
 import org.rdma4j.verbs.SendFlags;
 import org.rdma4j.verbs.SendWorkRequest;
@@ -161,7 +164,22 @@ public abstract class AbstractConcurrencyTest {
 
     // ---------------------------------------------------------------------------------- scenarios
 
+    /**
+     * Whether the pair is connected through the fabric's CM ({@link Fabric#cm()}: iWARP, {@link CmConnector});
+     * skips a UC or UD test on an iWARP device, which has RC QPs only.
+     */
+    private boolean throughCm(QpType type) {
+        if (fabric.device(0).transportType() == TransportType.IWARP) {
+            Assumptions.assumeTrue(type == QpType.RC, () -> fabric.device(0).name() + " is an iWARP device: RC QPs"
+                    + " only, no " + type);
+        }
+        return fabric.cm() != null && type == QpType.RC;
+    }
+
     private void manyQpsShareOneCq(QpType type) throws Exception {
+        throughCm(type);
+        // iWARP has no immediate data (RDMAP, RFC 5040; siw refuses WRITE_WITH_IMM at post): a SEND instead
+        boolean imm = fabric.device(0).transportType() != TransportType.IWARP;
         long deadline = System.nanoTime() + deadline().toNanos();
         Side a = side(0, 2 * THREADS * 64 + 64);
         int msgs = Math.min(messagesPerThread(), a.ctx.queryDevice().maxQpWr());
@@ -181,10 +199,16 @@ public abstract class AbstractConcurrencyTest {
         for (int i = 0; i < THREADS; i++) {
             qpA[i] = closer.add(a.pd.createQp(new QpInitAttributes().type(type).sendCq(a.cq).recvCq(a.cq)
                     .cap(new QpCapabilities(64, 1, 1, 1, 0))));
-            qpB[i] = closer.add(b.pd.createQp(new QpInitAttributes().type(type).sendCq(b.cq).recvCq(b.cq)
-                    .cap(new QpCapabilities(1, msgs, 1, 1, 0))));
-            Wiring.connect(qpA[i], qpB[i], b.ctx, mtu, 100 * i, 0xFF_FF00 + i, rd);
-            Wiring.connect(qpB[i], qpA[i], a.ctx, mtu, 0xFF_FF00 + i, 100 * i, rd);
+            QpInitAttributes initB = new QpInitAttributes().type(type).sendCq(b.cq).recvCq(b.cq)
+                    .cap(new QpCapabilities(1, msgs, 1, 1, 0));
+            if (throughCm(type)) {
+                qpB[i] = CmConnector.connect(fabric, qpA[i], rd, id -> closer.add(id.createQp(b.pd, initB)),
+                        closer::add);
+            } else {
+                qpB[i] = closer.add(b.pd.createQp(initB));
+                Wiring.connect(qpA[i], qpB[i], b.ctx, mtu, 100 * i, 0xFF_FF00 + i, rd);
+                Wiring.connect(qpB[i], qpA[i], a.ctx, mtu, 0xFF_FF00 + i, 100 * i, rd);
+            }
             qpIndexB.put(qpB[i].qpNum(), i);
         }
         // Message (t, seq): SEND if seq % 3 == 0, RDMA_WRITE_WITH_IMM if 1, RDMA_WRITE if 2.
@@ -227,8 +251,14 @@ public abstract class AbstractConcurrencyTest {
                             .singleSge(srcMr.address() + slot * SLOT, len, srcMr.lkey());
                     switch (s % 3) {
                         case 0 -> wr.opcode(WrOpcode.SEND);
-                        case 1 -> wr.opcode(WrOpcode.RDMA_WRITE_WITH_IMM).immData(imm(tt, s))
-                                .remoteAddr(targetMr.address() + slot * SLOT).rkey(targetMr.rkey());
+                        case 1 -> {
+                            if (imm) {
+                                wr.opcode(WrOpcode.RDMA_WRITE_WITH_IMM).immData(imm(tt, s))
+                                        .remoteAddr(targetMr.address() + slot * SLOT).rkey(targetMr.rkey());
+                            } else {
+                                wr.opcode(WrOpcode.SEND);
+                            }
+                        }
                         default -> wr.opcode(WrOpcode.RDMA_WRITE).remoteAddr(targetMr.address() + slot * SLOT)
                                 .rkey(targetMr.rkey());
                     }
@@ -249,7 +279,7 @@ public abstract class AbstractConcurrencyTest {
                     if (wc.status() != WcStatus.SUCCESS || t < 0 || t >= THREADS || s < 0 || s >= msgs) {
                         return "send completion " + wc;
                     }
-                    WcOpcode want = s % 3 == 0 ? WcOpcode.SEND : WcOpcode.RDMA_WRITE;
+                    WcOpcode want = s % 3 == 0 || (s % 3 == 1 && !imm) ? WcOpcode.SEND : WcOpcode.RDMA_WRITE;
                     if (wc.opcode() != want || wc.qpNum() != qpA[t].qpNum()) {
                         return "send completion " + wc + ": expected " + want + " on qp 0x"
                                 + Integer.toHexString(qpA[t].qpNum());
@@ -276,7 +306,7 @@ public abstract class AbstractConcurrencyTest {
                     int slot = (int) (wc.wrId() & 0xFFFF_FFFFL);
                     s = recv.get(BE_INT, (long) slot * SLOT + 4);
                     bad = wc.hasImm() ? "SEND completed WITH_IMM"
-                            : s < 0 || s >= msgs || s % 3 != 0 ? "payload names message " + s
+                            : s < 0 || s >= msgs || s % 3 == 2 || (s % 3 == 1 && imm) ? "payload names message " + s
                             : check(recv, (long) slot * SLOT, wc.byteLen(), t, s, SLOT);
                 } else if (wc.opcode() == WcOpcode.RECV_RDMA_WITH_IMM && wc.hasImm()) {
                     int im = wc.immData();
@@ -333,6 +363,7 @@ public abstract class AbstractConcurrencyTest {
     }
 
     private void manyThreadsOnOneQp(QpType type) throws Exception {
+        throughCm(type);
         long deadline = System.nanoTime() + deadline().toNanos();
         Side a = side(0, 512);
         int maxWr = a.ctx.queryDevice().maxQpWr();
@@ -348,14 +379,20 @@ public abstract class AbstractConcurrencyTest {
         MemoryRegion recvMr = closer.add(b.pd.regMr(recv, AccessFlag.of(AccessFlag.LOCAL_WRITE)));
         QueuePair qa = closer.add(a.pd.createQp(new QpInitAttributes().type(type).sendCq(a.cq).recvCq(a.cq)
                 .cap(new QpCapabilities(Math.min(256, maxWr), 1, 1, 1, 0))));
-        QueuePair qb = closer.add(b.pd.createQp(new QpInitAttributes().type(type).sendCq(b.cq).recvCq(b.cq)
-                .cap(new QpCapabilities(1, total, 1, 1, 0))));
+        QpInitAttributes initB = new QpInitAttributes().type(type).sendCq(b.cq).recvCq(b.cq)
+                .cap(new QpCapabilities(1, total, 1, 1, 0));
+        QueuePair qb;
         AddressHandle ah = null;
-        if (type == QpType.UD) {
+        if (throughCm(type)) {
+            qb = CmConnector.connect(fabric, qa, Wiring.rdAtomic(a.ctx, b.ctx),
+                    id -> closer.add(id.createQp(b.pd, initB)), closer::add);
+        } else if (type == QpType.UD) {
+            qb = closer.add(b.pd.createQp(initB));
             Wiring.activateUd(qa, 7);
             Wiring.activateUd(qb, 9);
             ah = closer.add(a.pd.createAh(Wiring.addressOf(b.ctx)));
         } else {
+            qb = closer.add(b.pd.createQp(initB));
             int rd = Wiring.rdAtomic(a.ctx, b.ctx);
             Wiring.connect(qa, qb, b.ctx, mtu, 0xFF_FFF0, 77, rd);
             Wiring.connect(qb, qa, a.ctx, mtu, 77, 0xFF_FFF0, rd);
@@ -472,7 +509,7 @@ public abstract class AbstractConcurrencyTest {
 
         Side(int device, int cqe) {
             arena = closer.add(fabric.bufferArena());
-            ctx = closer.add(fabric.device(device).open());
+            ctx = closer.add(fabric.openContext(device));
             pd = closer.add(ctx.allocPd());
             cq = closer.add(ctx.createCq(Math.min(cqe, ctx.queryDevice().maxCqe()), null, 0));
         }

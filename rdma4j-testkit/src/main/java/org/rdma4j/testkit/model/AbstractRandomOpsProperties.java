@@ -168,6 +168,36 @@ public abstract class AbstractRandomOpsProperties {
         return true;
     }
 
+    /**
+     * {@return the QP types the scenarios of {@link #randomOperationsMatchTheModel} use: RC, UC and UD} A device
+     * with fewer (iWARP: RC only) returns those it has.
+     */
+    protected List<QpType> qpTypes() {
+        return List.of(QpType.RC, QpType.UC, QpType.UD);
+    }
+
+    /**
+     * {@return whether the generated operations may use {@code opcode} (every opcode valid for the QP type by
+     * default)} A device that lacks some says which: iWARP has no immediate data (RDMAP, RFC 5040) and siw no
+     * atomics ({@code atomic_cap} ATOMIC_NONE).
+     *
+     * @param opcode an opcode
+     */
+    protected boolean offers(WrOpcode opcode) {
+        return true;
+    }
+
+    /**
+     * {@return whether the device completes an RC send queue's requests in post order (IBA; rxe and the soft
+     * device do)} A device that does not (siw completes an RDMA READ after the WRITEs and SENDs posted behind
+     * it) returns false: its send completions are then matched by wr_id, each still exactly once, and the
+     * requests behind a READ are fenced ({@code IBV_SEND_FENCE}: on iWARP a READ may return what a later WRITE
+     * wrote, RFC 5040 ordering).
+     */
+    protected boolean sendCompletionsInPostOrder() {
+        return true;
+    }
+
     /** {@return how long to wait for completions and for memory to settle before failing} */
     protected Duration completionTimeout() {
         return Duration.ofSeconds(10);
@@ -184,6 +214,7 @@ public abstract class AbstractRandomOpsProperties {
         try (Fabric fabric = createFabric(new ManualClock()); Closer closer = new Closer()) {
             ModelRun run = new ModelRun(fabric, s.type(), s.seed(), s.psnA(), s.psnB(), s.mtu(), s.rdAtomic(),
                     atomicByteOrder(), completionTimeout().toNanos(), closer);
+            run.sendCompletionsByWrId = !sendCompletionsInPostOrder();
             List<PlannedOp> ops = new ArrayList<>();
             for (OpGene g : s.ops()) {
                 ops.add(run.plan(g, ops.size(), false));
@@ -274,9 +305,9 @@ public abstract class AbstractRandomOpsProperties {
         return scenarios(128);
     }
 
-    private static Arbitrary<Scenario> scenarios(int maxOps) {
-        return Arbitraries.of(QpType.RC, QpType.UC, QpType.UD).flatMap(type -> Combinators.combine(
-                opGenes(type).list().ofMinSize(1).ofMaxSize(maxOps).withSizeDistribution(RandomDistribution.uniform()),
+    private Arbitrary<Scenario> scenarios(int maxOps) {
+        return Arbitraries.of(qpTypes()).flatMap(type -> Combinators.combine(
+                opGenes(type, this::offers).list().ofMinSize(1).ofMaxSize(maxOps).withSizeDistribution(RandomDistribution.uniform()),
                 Arbitraries.longs(), psns(), psns(), mtus(),
                 rdAtomics()).as((ops, seed, pa, pb, mtu, rd) -> new Scenario(type, ops, seed, pa, pb, mtu, rd)));
     }
@@ -300,7 +331,13 @@ public abstract class AbstractRandomOpsProperties {
 
     /** {@return generated operations valid for {@code type}} */
     static Arbitrary<OpGene> opGenes(QpType type) {
-        List<WrOpcode> valid = Arrays.stream(WrOpcode.values()).filter(o -> o.validFor(type)).toList();
+        return opGenes(type, o -> true);
+    }
+
+    /** {@return generated operations valid for {@code type} among those {@code offered}} */
+    static Arbitrary<OpGene> opGenes(QpType type, java.util.function.Predicate<WrOpcode> offered) {
+        List<WrOpcode> valid = Arrays.stream(WrOpcode.values()).filter(o -> o.validFor(type) && offered.test(o))
+                .toList();
         Arbitrary<Integer> length = Arbitraries.oneOf(
                 Arbitraries.integers().between(0, 64),
                 Arbitraries.integers().between(0, 300),

@@ -77,6 +77,28 @@ record ExpectedCompletion(long wrId, WcStatus status, WcOpcode opcode, int byteL
     }
 
     /**
+     * {@return {@code actual} reordered to the wr_ids of {@code expected}} When a wr_id is missing or repeated
+     * it returns {@code actual} as it is, so that the positional match reports the difference.
+     */
+    static List<WorkCompletion> inExpectedOrder(List<ExpectedCompletion> expected, List<WorkCompletion> actual) {
+        java.util.Map<Long, WorkCompletion> byId = new java.util.HashMap<>();
+        for (WorkCompletion wc : actual) {
+            if (byId.put(wc.wrId(), wc) != null) {
+                return actual;
+            }
+        }
+        List<WorkCompletion> out = new java.util.ArrayList<>(actual.size());
+        for (ExpectedCompletion e : expected) {
+            WorkCompletion wc = byId.get(e.wrId());
+            if (wc == null) {
+                return actual;
+            }
+            out.add(wc);
+        }
+        return out.size() == actual.size() ? out : actual;
+    }
+
+    /**
      * Compares completions one by one, in order.
      *
      * @param what     which CQ, for the message

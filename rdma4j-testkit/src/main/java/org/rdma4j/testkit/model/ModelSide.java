@@ -11,12 +11,12 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Random;
 
+import org.rdma4j.testkit.Fabric;
 import org.rdma4j.verbs.AccessFlag;
 import org.rdma4j.verbs.AddressHandle;
 import org.rdma4j.verbs.CompletionQueue;
 import org.rdma4j.verbs.Context;
 import org.rdma4j.verbs.DeviceAttributes;
-import org.rdma4j.verbs.Device;
 import org.rdma4j.verbs.MemoryRegion;
 import org.rdma4j.verbs.ProtectionDomain;
 import org.rdma4j.verbs.QpCapabilities;
@@ -62,7 +62,8 @@ final class ModelSide {
     final ProtectionDomain pd;
     final CompletionQueue sendCq;
     final CompletionQueue recvCq;
-    final QueuePair qp;
+    /** Made by {@link #createQp}, once the run knows how the pair is connected. */
+    QueuePair qp;
     final MemorySegment mem;
     final MemoryRegion mr;
     final byte[] model = new byte[SIZE];
@@ -74,11 +75,16 @@ final class ModelSide {
     AddressHandle ahToPeer;
     private long recvCount;
 
-    ModelSide(String name, Device device, Arena bufferArena, QpType type, long seed, Closer closer) {
+    private final QpType type;
+    /** The device's max_sge_rd: an RDMA READ's local list is at most this long (iWARP: 1). */
+    final int maxSgeRd;
+
+    ModelSide(String name, Fabric fabric, int device, QpType type, long seed, Closer closer) {
         this.name = name;
+        this.type = type;
         this.recvRandom = new Random(seed);
-        Arena arena = closer.add(bufferArena);
-        ctx = closer.add(device.open());
+        Arena arena = closer.add(fabric.bufferArena());
+        ctx = closer.add(fabric.openContext(device));
         pd = closer.add(ctx.allocPd());
         sendCq = closer.add(ctx.createCq(256, null, 0));
         recvCq = closer.add(ctx.createCq(256, null, 0));
@@ -87,13 +93,23 @@ final class ModelSide {
         mem.copyFrom(MemorySegment.ofArray(model));
         mr = closer.add(pd.regMr(mem, AccessFlag.of(AccessFlag.LOCAL_WRITE, AccessFlag.REMOTE_WRITE,
                 AccessFlag.REMOTE_READ, AccessFlag.REMOTE_ATOMIC)));
-        DeviceAttributes da = ctx.queryDevice();
-        QpCapabilities cap = new QpCapabilities(64, 64, Math.min(3, da.maxSge()), Math.min(3, da.maxSge()),
-                Math.min(256, da.maxInlineData()));
-        qp = closer.add(pd.createQp(new QpInitAttributes().type(type).sendCq(sendCq).recvCq(recvCq).cap(cap)));
+        maxSgeRd = Math.max(1, ctx.queryDevice().maxSgeRd());
         for (int i = 0; i < SLOTS; i++) {
             freeSlots.add(i);
         }
+    }
+
+    /**
+     * Makes the side's QP on its PD and CQs.
+     *
+     * @param make {@code pd.createQp}, or a passive CM ID's {@code createQp(pd, ...)} (iWARP)
+     * @param closer where the QP goes
+     */
+    void createQp(java.util.function.BiFunction<ProtectionDomain, QpInitAttributes, QueuePair> make, Closer closer) {
+        DeviceAttributes da = ctx.queryDevice();
+        QpCapabilities cap = new QpCapabilities(64, 64, Math.min(3, da.maxSge()), Math.min(3, da.maxSge()),
+                Math.min(256, da.maxInlineData()));
+        qp = closer.add(make.apply(pd, new QpInitAttributes().type(type).sendCq(sendCq).recvCq(recvCq).cap(cap)));
     }
 
     /** {@return the virtual address of offset {@code off} of the region} */
