@@ -214,7 +214,11 @@ public final class CmBench {
 
     private static void serve(int cmPort, int tcpPort) throws Exception {
         RdmaCm cm = RdmaCm.system();
-        Thread tcp = Thread.ofPlatform().daemon().name("tcp-serve").start(() -> serveTcp(tcpPort));
+        // bound before "serving" is printed, so the client never finds it missing; a bind failure ends serve
+        ServerSocket tss = new ServerSocket();
+        tss.setReuseAddress(true);
+        tss.bind(new InetSocketAddress(tcpPort), 1024);
+        Thread tcp = Thread.ofPlatform().daemon().name("tcp-serve").start(() -> serveTcp(tss));
         Map<CmId, Conn> conns = new HashMap<>();
         Map<Context, ProtectionDomain> pds = new HashMap<>();
         try (Arena arena = Arena.ofShared(); CmEventChannel ch = cm.createEventChannel()) {
@@ -279,10 +283,9 @@ public final class CmBench {
         });
     }
 
-    private static void serveTcp(int port) {
-        try (ServerSocket ss = new ServerSocket()) {
-            ss.setReuseAddress(true);
-            ss.bind(new InetSocketAddress(port), 1024);
+    /** Echoes each connection until its EOF; one connection's failure (a reset) does not end the server. */
+    private static void serveTcp(ServerSocket ss) {
+        try (ss) {
             while (!stdinEof) {
                 try (Socket s = ss.accept()) {
                     InputStream in = s.getInputStream();
@@ -291,6 +294,11 @@ public final class CmBench {
                     for (int n; (n = in.read(b)) > 0; ) {
                         out.write(b, 0, n);
                     }
+                } catch (IOException e) {
+                    if (ss.isClosed()) {
+                        return;
+                    }
+                    System.err.println("tcp serve: one connection: " + e.getMessage());
                 }
             }
         } catch (IOException e) {

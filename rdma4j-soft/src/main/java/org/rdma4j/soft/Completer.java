@@ -134,7 +134,7 @@ final class Completer {
         // replaying a long READ response because a request was resent) postpones the retry. Retrying
         // anyway makes rxe restart that READ response from the top each time: with 8 MiB reads under
         // a slow link the retries outran the replies and the READ never completed.
-        qp.progressSinceArm = true;
+        qp.progressMade();
         boolean resending = recovery == Recovery.RESENDING;
         int from = resendFrom;
         process(p);
@@ -337,7 +337,7 @@ final class Completer {
 
     private void progress() {
         resetRetryCounters();
-        qp.progressSinceArm = true;
+        qp.progressMade();
         if (Psn.compare(psn, qp.requester.psn) > 0 && outstanding() != null) {
             // A resend is behind what the responder has now acknowledged (it held the packets that
             // followed the gap): go on from there instead of sending them again.
@@ -357,7 +357,7 @@ final class Completer {
         resetRetryCounters();
         // The retransmit timer is left armed: when it fires with nothing outstanding it disarms itself,
         // which keeps clock reads and timer wake-ups off the per-message path.
-        qp.progressSinceArm = true;
+        qp.progressMade();
         qp.maybeSqDrained();
     }
 

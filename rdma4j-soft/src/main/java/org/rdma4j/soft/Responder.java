@@ -103,6 +103,16 @@ final class Responder {
     private static final int NAKED_OPEN = 1;
     private static final int NAKED_FILLED = 2;
     private int drainAckPsn;
+    /**
+     * One past the last SEND/WRITE executed: the PSN a plain ACK may name that does not answer a request of its
+     * own (a duplicate's, C9-105 / rxe duplicate_request's ack_psn - 1, and a drain's). A READ or an atomic does
+     * not move it: rxe's completer takes an RC_ACKNOWLEDGE for whatever WQE is pending and completes it when the
+     * PSN is its last one (rxe_comp.c check_ack -> COMPST_WRITE_SEND -> COMPST_COMP_ACK), a READ or an atomic
+     * too, with SUCCESS and without its data. rxe's own responder never names a READ's PSN that way (read_reply
+     * moves resp.psn, not resp.ack_psn); it does name an atomic's (atomic_reply sets ack_psn), we do not.
+     * Seen against the VM's kernel rxe at 20 % loss: a Linux rping server's READ of our client's buffer, whose
+     * response was lost, completed from the re-ACK of its resent go-ahead SEND and kept the previous ping's bytes.
+     */
     private int ackPsn;
     private int msn;
     private int lastOpcode = -1;
@@ -445,7 +455,7 @@ final class Responder {
             // the requests that follow draw its NAK, or the first of them that asks for an ACK.)
             gapNak();
         } else if (drainAckPsn >= 0) {
-            ackRequested(Psn.add(psn, -1));
+            ackRequested(Psn.add(ackPsn, -1)); // the newest SEND/WRITE drained, never a READ or atomic: see ackPsn
         }
     }
 
@@ -764,7 +774,7 @@ final class Responder {
         // C9-148: a READ advances the MSN when it executes.
         msn++;
         psn = Psn.add(p.psn, npkts);
-        ackPsn = psn;
+        // ackPsn stays (rxe read_reply advances resp.psn only, not resp.ack_psn): see ackPsn
         lastOpcode = -1;
         SoftMr mr = writeMr;
         writeMr = null;
@@ -920,7 +930,7 @@ final class Responder {
         r.orig = orig;
         msn++;
         psn = Psn.add(p.psn, 1);
-        ackPsn = psn;
+        // ackPsn stays, unlike rxe atomic_reply (which sets resp.ack_psn): see ackPsn
         lastOpcode = -1;
         sendAtomicAck(orig, p.psn);
         return Err.NONE;

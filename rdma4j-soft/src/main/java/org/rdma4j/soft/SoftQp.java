@@ -338,9 +338,35 @@ final class SoftQp extends SoftResource implements QueuePair {
      * Whether this thread owns the executor on behalf of a sender's burst without running this QP's work: the
      * sender delivers its next packets here directly, with no lock operation per packet (owner only).
      */
-    private boolean heldForSender;
-    /** The peer whose executor this QP's owner keeps for the rest of its burst (owner only), or null. */
-    private SoftQp keptPeer;
+    private final OwnerState own = new OwnerState();
+
+    /** Cache-line padding before {@link OwnerState}'s fields (superclass fields are laid out first). */
+    @SuppressWarnings("unused")
+    private abstract static class OwnerStatePad {
+        long p0, p1, p2, p3, p4, p5, p6, p7;
+    }
+
+    /**
+     * The owner's per-packet bookkeeping, in an object of its own: every sender reads this QP's fields (its
+     * executor, inbox, CQs, addresses) on each delivery, and a field the owner writes per packet on one of
+     * those cache lines would move the line between the two cores every time (false sharing). Owner only.
+     */
+    private abstract static class OwnerStateFields extends OwnerStatePad {
+        /** The executor is owned on behalf of a sender's burst (see {@link SoftQp#deliver}). */
+        boolean heldForSender;
+        /** The peer whose executor this QP's owner keeps for the rest of its burst, or null. */
+        SoftQp keptPeer;
+        /** Whether {@link SoftQp#drainInbox} is running. */
+        boolean draining;
+        /** Whether this QP's END_OF_BURST ACK is listed on a thread's burst (owner, or that burst's thread). */
+        boolean burstAckListed;
+    }
+
+    /** Padding after the fields, so the next object allocated does not share their line. */
+    @SuppressWarnings("unused")
+    private static final class OwnerState extends OwnerStateFields {
+        long q0, q1, q2, q3, q4, q5, q6, q7;
+    }
 
     /**
      * A packet for this QP from a link (the dispatcher checked its transport and addresses): processed now on
@@ -356,9 +382,9 @@ final class SoftQp extends SoftResource implements QueuePair {
             return;
         }
         if (ex.heldByCurrentThread()) {
-            if (heldForSender) {
+            if (own.heldForSender) {
                 // kept for the burst of the QP that is sending (below): its next packet goes in directly
-                heldForSender = false;
+                own.heldForSender = false;
                 try {
                     if (!inbox.isEmpty()) {
                         drainInbox();
@@ -370,7 +396,7 @@ final class SoftQp extends SoftResource implements QueuePair {
                         process(p);
                     }
                 } finally {
-                    heldForSender = true;
+                    own.heldForSender = true;
                 }
                 return;
             }
@@ -395,9 +421,9 @@ final class SoftQp extends SoftResource implements QueuePair {
                 // keep the executor for the rest of the sender's burst (its next packets, the coalesced ACK at
                 // its end): one lock operation per burst instead of per packet. The sender lets go of it at its
                 // own end of burst (releaseKeptPeer), before it lets go of its own executor.
-                if (s != null && s.keptPeer == null && s != this && s.exec.heldByCurrentThread()) {
-                    s.keptPeer = this;
-                    heldForSender = true;
+                if (s != null && s.own.keptPeer == null && s != this && s.exec.heldByCurrentThread()) {
+                    s.own.keptPeer = this;
+                    own.heldForSender = true;
                     keep = true;
                 }
             } finally {
@@ -488,10 +514,10 @@ final class SoftQp extends SoftResource implements QueuePair {
 
     /** Lets go of the peer executor kept for this QP's burst (owner only). */
     private void releaseKeptPeer() {
-        SoftQp b = keptPeer;
+        SoftQp b = own.keptPeer;
         if (b != null) {
-            keptPeer = null;
-            b.heldForSender = false;
+            own.keptPeer = null;
+            b.own.heldForSender = false;
             b.exec.release(); // runs what waited for it, and its end of burst (the ACK)
         }
     }
@@ -529,10 +555,10 @@ final class SoftQp extends SoftResource implements QueuePair {
 
     /** Processes what the inbox holds (at most one ring's worth). Owner only. */
     void drainInbox() {
-        if (draining) {
+        if (own.draining) {
             return; // called from the processing of a packet of this drain (a response runs the requester)
         }
-        draining = true;
+        own.draining = true;
         try {
             int n = 0;
             long seq;
@@ -549,12 +575,10 @@ final class SoftQp extends SoftResource implements QueuePair {
                 exec.markPending(); // the rest in the next cycle, after the others' work
             }
         } finally {
-            draining = false;
+            own.draining = false;
         }
     }
 
-    /** Whether {@link #drainInbox} is running (owner only). */
-    private boolean draining;
 
     /** The duty cycle (QpExecutor.Work): a READ reply's next burst, inbox, due timers, requester. Owner only. */
     private void dutyCycle() {
@@ -609,15 +633,15 @@ final class SoftQp extends SoftResource implements QueuePair {
             if (!responder.ackDueAtEndOfBurst()) {
                 return;
             }
-            if (device.onWire() && !burstAckListed) {
+            if (device.onWire() && !own.burstAckListed) {
                 Burst b = Burst.current();
                 if (b.active()) {
-                    burstAckListed = true;
+                    own.burstAckListed = true;
                     b.ackAtEnd(this);
                     return;
                 }
             }
-            if (!burstAckListed) {
+            if (!own.burstAckListed) {
                 responder.flushAck();
             }
         } catch (Throwable t) {
@@ -625,14 +649,12 @@ final class SoftQp extends SoftResource implements QueuePair {
         }
     }
 
-    /** Whether this QP's END_OF_BURST ACK is listed on a thread's burst (owner, or that burst's thread). */
-    boolean burstAckListed;
 
     /** The thread's burst ended: its END_OF_BURST ACK leaves. The caller owns no executor. */
     void flushBurstAck() {
         exec.acquire();
         try {
-            burstAckListed = false;
+            own.burstAckListed = false;
             if (responder.ackDueAtEndOfBurst()) {
                 responder.flushAck();
             }
@@ -983,6 +1005,17 @@ final class SoftQp extends SoftResource implements QueuePair {
     }
 
     // ------------------------------------------------------------------ timers (owner; the service reads deadlines)
+
+    /**
+     * A response arrived since the retransmit timer was armed (the completer's rxe behaviour). Stored only when
+     * it changes: the timer stays armed across messages, so the flag is true nearly always, and a store per
+     * response would take its cache line from the senders that read the fields beside it.
+     */
+    void progressMade() {
+        if (!progressSinceArm) {
+            progressSinceArm = true;
+        }
+    }
 
     void armRetransmit() {
         if (retransDeadline == 0) {
