@@ -120,6 +120,14 @@ final class RoceLink implements Link {
     private Gid txToGid;
     private volatile boolean closed;
 
+    /** Receive batches allocated and not yet freed, over every link of the process (tests: nothing leaks). */
+    static final java.util.concurrent.atomic.AtomicInteger LIVE_RX_BATCHES = new java.util.concurrent.atomic.AtomicInteger();
+
+    private static Arena newRxArena() {
+        LIVE_RX_BATCHES.incrementAndGet();
+        return Arena.ofShared();
+    }
+
     /** One bound socket and its receive agent. */
     private final class Endpoint implements Runnable {
         final InetAddress address;
@@ -149,27 +157,32 @@ final class RoceLink implements Link {
             this.address = address;
             this.gid = Gid.ofInetAddress(address);
             this.ipv6 = !(address instanceof Inet4Address);
-            this.socket = iface == null ? UdpSocket.open(address, config.udpPort())
-                    : UdpSocket.openGroup(address, config.udpPort(), iface);
+            UdpSocket s = null;
             try {
+                s = iface == null ? UdpSocket.open(address, config.udpPort())
+                        : UdpSocket.openGroup(address, config.udpPort(), iface);
                 if (ipv6) {
-                    socket.setZeroChecksumReceive(true); // rxe sends IPv6 UDP with checksum 0
-                    socket.setZeroChecksumSend(true);
+                    s.setZeroChecksumReceive(true); // rxe sends IPv6 UDP with checksum 0
+                    s.setZeroChecksumSend(true);
                 }
                 if (iface == null) {
                     // multicast sends leave from the device's interface, not wherever the group's route points
-                    socket.setMulticastInterface(address);
+                    s.setMulticastInterface(address);
                 }
-                socket.setBufferSizesForced(8 << 20, 4 << 20);
-                socket.setReceiveTimeout(RX_POLL_MS);
+                s.setBufferSizesForced(8 << 20, 4 << 20);
+                s.setReceiveTimeout(RX_POLL_MS);
                 this.gso = GSO && !ipv6 && iface == null;
                 if (GRO) {
-                    socket.setGroReceive(true);
+                    s.setGroReceive(true);
                 }
             } catch (IOException | RuntimeException e) {
-                socket.close();
+                if (s != null) {
+                    s.close();
+                }
+                freeBatch(); // the receive batch came with the endpoint (field initialisers): no agent will free it
                 throw e;
             }
+            this.socket = s;
             this.agent = Thread.ofPlatform().daemon().name("rdma4j-roce-rx-" + device.name()
                     + (iface != null ? "-mc-" + address.getHostAddress() : ipv6 ? "-v6" : "-v4")).unstarted(this);
         }
@@ -182,7 +195,7 @@ final class RoceLink implements Link {
          * to the garbage collector (a process that opens and closes many RoCE devices, such as the long property
          * runs of -Pslow, otherwise holds a MiB per closed endpoint until a GC happens to run).
          */
-        private final Arena rxArena = Arena.ofShared();
+        private final Arena rxArena = newRxArena();
         private final DatagramBatch batch = GRO ? new DatagramBatch(rxArena, RX_BATCH_GRO, RX_SLOT_GRO)
                 : new DatagramBatch(rxArena, RX_BATCH, SLOT_BYTES);
         private final RoceParser parser = new RoceParser(RoceParser.IcrcCheck.SOLVE_IPV4_ID);
@@ -304,6 +317,7 @@ final class RoceLink implements Link {
             try {
                 if (rxArena.scope().isAlive()) {
                     rxArena.close();
+                    LIVE_RX_BATCHES.decrementAndGet();
                 }
             } finally {
                 rxLock.unlock();
@@ -538,7 +552,10 @@ final class RoceLink implements Link {
         Endpoint g = groups.remove(mgid);
         groupList = groups.values().toArray(Endpoint[]::new);
         if (g != null) {
-            g.socket.close(); // its agent sees the closed socket and ends
+            g.socket.close(); // its agent sees the closed socket and ends, freeing the receive batch
+            if (!g.agent.isAlive()) {
+                g.freeBatch(); // an agent never started (joined after close) frees nothing
+            }
         }
     }
 

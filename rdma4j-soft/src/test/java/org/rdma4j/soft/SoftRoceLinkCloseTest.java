@@ -3,12 +3,15 @@ package org.rdma4j.soft;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.net.InetAddress;
 import java.util.List;
 
 import org.junit.jupiter.api.Test;
+import org.rdma4j.verbs.Errno;
+import org.rdma4j.verbs.VerbsException;
 import org.rdma4j.common.ManualClock;
 import org.rdma4j.verbs.CompletionQueue;
 import org.rdma4j.verbs.Context;
@@ -45,5 +48,25 @@ class SoftRoceLinkCloseTest {
         assertTrue(link.receiveBatchesFreed(), "and every endpoint's receive batch (1 MiB each with GRO), not left"
                 + " to the garbage collector");
         link.close(); // a second close is harmless
+    }
+
+    @Test
+    void anEndpointWhoseBindFailsFreesItsReceiveBatch() throws Exception {
+        int port = SoftRoceTestFabric.freeUdpPort();
+        RoceConfig config = new RoceConfig(List.of(InetAddress.ofLiteral("127.0.0.1")), port, null);
+        try (SoftFabric owner = new SoftFabric(new ManualClock());
+             SoftFabric second = new SoftFabric(new ManualClock())) {
+            owner.addRoceDevice("rxe0", config); // holds the address and port
+            SoftDevice d = second.addRoceDeviceBoundOnFirstQp("rxe0", config);
+            try (Context c = d.open(); ProtectionDomain pd = c.allocPd(); CompletionQueue cq = c.createCq(4, null, 0)) {
+                int live = RoceLink.LIVE_RX_BATCHES.get();
+                VerbsException e = assertThrows(VerbsException.class,
+                        () -> pd.createQp(new QpInitAttributes().type(QpType.RC).sendCq(cq).recvCq(cq)
+                                .cap(new QpCapabilities(4, 4, 1, 1, 0))));
+                assertEquals(Errno.EADDRINUSE, e.errno(), e.getMessage());
+                assertEquals(live, RoceLink.LIVE_RX_BATCHES.get(),
+                        "the endpoint that could not bind gave its receive batch back (1 MiB with GRO)");
+            }
+        }
     }
 }
