@@ -104,8 +104,9 @@ public enum SoftCounter {
     /** Re-reads of READ responses already sent that widened the QP's gap between bursts (docs/engine.md, "Pacing"). */
     PACE_SLOWDOWNS,
     /**
-     * Re-reads of READ responses not sent yet (the requester's timer ran out while the reply waited for its gap),
-     * which halved the gap and resumed the reply at once (docs/engine.md, "Pacing").
+     * Paused READ replies resumed before their gap ran out: a re-read of responses not sent yet (the requester's
+     * timer ran out while the reply waited for its gap), which also halved the gap, or half the inbox filled with
+     * requests waiting behind the reply (docs/engine.md, "Pacing").
      */
     PACE_SPEEDUPS,
     /**
