@@ -255,7 +255,13 @@ final class Requester {
         if (w.state == SendWqe.RETRY) {
             w.state = SendWqe.PROCESSING; // resent: its responses count again
         }
-        Packet p = tx.clearPayload();
+        // the packet object is this requester's own: its reference fields are stored only when they change (a
+        // reference store into an old object is a G1 card-marking barrier with a StoreLoad fence, and at 1,000
+        // QPs each one dirtied a card the refinement threads had cleaned: docs/benchmarks.md, "Session 4")
+        Packet p = tx;
+        p.payloadOff = 0;
+        p.payloadLen = 0;
+        p.payloadStable = false;
         route(p, w);
         p.psn = psn;
         p.solicited = false;
@@ -322,7 +328,9 @@ final class Requester {
                     src = inlinePayload;
                     src.set(qp.inlineArea, w.inlineOff, w.length);
                 }
-                p.payload = src;
+                if (p.payload != src) {
+                    p.payload = src;
+                }
                 p.payloadOff = w.sent;
                 p.payloadLen = chunk;
                 if (src.port != null && !sourceReadable(w, src, chunk, last) || !src.reachable(w.sent, chunk)) {
@@ -404,16 +412,12 @@ final class Requester {
     private void route(Packet p, SendWqe w) {
         if (qp.type == QpType.UD) {
             AhAttributes a = w.ah.attrs;
-            p.dgid = a.dgid();
-            p.route = w.ah.peer;
-            p.sgid = qp.device.gid(a.sgidIndex());
+            p.setRoute(w.ah.peer, qp.device.gid(a.sgidIndex()), a.dgid());
             p.hopLimit = a.hopLimit();
             p.trafficClass = a.trafficClass();
         } else {
-            p.dgid = qp.dgid;
-            p.route = qp.peer;
             Gid s = qp.sgid;
-            p.sgid = s != null ? s : qp.device.gid(0);
+            p.setRoute(qp.peer, s != null ? s : qp.device.gid(0), qp.dgid);
             p.hopLimit = qp.av.hopLimit();
             p.trafficClass = qp.av.trafficClass();
             p.destQpn = qp.destQpn;

@@ -279,6 +279,21 @@ public final class SoftDevice implements Device, GsiAccess {
         return portState == PortState.ACTIVE;
     }
 
+    /**
+     * {@return this device's own GID object equal to {@code g}, else {@code g}}: a QP keeps its peer's GID as the
+     * peer device's object, so the address check of every packet between them compares references.
+     *
+     * @param g a GID of this device
+     */
+    Gid ownGid(Gid g) {
+        for (Gid o : gids) {
+            if (o != null && o.equals(g)) {
+                return o;
+            }
+        }
+        return g;
+    }
+
     Gid gid(int index) {
         Gid[] t = gids;
         return index >= 0 && index < t.length ? t[index] : Gid.ZERO;
@@ -700,7 +715,11 @@ public final class SoftDevice implements Device, GsiAccess {
         }
         // rxe check_addr: a connected QP takes packets only from its peer's address to its own, so a
         // third host that guesses a QPN and PSN cannot inject into the connection.
-        if (qp.type != QpType.UD && qp.sgid != null && !(qp.dgid.equals(p.sgid) && qp.sgid.equals(p.dgid))) {
+        // (identity first: in process both GIDs are the devices' own objects, SoftQp.modify, so the check reads
+        // no GID's line)
+        Gid qd = qp.dgid;
+        Gid qs = qp.sgid;
+        if (qp.type != QpType.UD && qs != null && !((qd == p.sgid || qd.equals(p.sgid)) && (qs == p.dgid || qs.equals(p.dgid)))) {
             count(SoftCounter.RCVD_PKTS);
             count(SoftCounter.DROP_BAD_ADDRESS);
             return;

@@ -294,12 +294,10 @@ final class SoftQp extends SoftResource implements QueuePair {
      */
     void transmit(Packet p) {
         count(SoftCounter.SENT_PKTS);
-        p.sender = this;
-        try {
-            device.link.send(device, p);
-        } finally {
-            p.sender = null;
+        if (p.sender != this) {
+            p.sender = this; // the roles' own packet objects, sent by this QP only: stored once (a GC barrier)
         }
+        device.link.send(device, p);
     }
 
     /**
@@ -763,6 +761,9 @@ final class SoftQp extends SoftResource implements QueuePair {
             dgid = av.dgid();
             sgid = device.gid(av.sgidIndex());
             peer = fabric.deviceFor(dgid);
+            if (peer != null) {
+                dgid = peer.ownGid(dgid);
+            }
         }
         if (a.has(QpAttrMask.PATH_MTU)) {
             pathMtu = a.pathMtu().bytes() > device.activeMtu().bytes() ? device.activeMtu() : a.pathMtu();
@@ -977,7 +978,6 @@ final class SoftQp extends SoftResource implements QueuePair {
     /** Completes a send WQE; a CQE is generated if it failed or is signaled. */
     void completeSend(SendWqe w, WcStatus status) {
         w.state = SendWqe.DONE;
-        w.status = status;
         if (w.tookCredit) {
             w.tookCredit = false;
             requester.rdAtomicAvail++;
@@ -1222,9 +1222,6 @@ final class SoftQp extends SoftResource implements QueuePair {
         w.sent = 0;
         w.received = 0;
         w.tookCredit = false;
-        if (w.status != null) {
-            w.status = null;
-        }
         wr.postError(null);
         sqHead++;
         return true;
