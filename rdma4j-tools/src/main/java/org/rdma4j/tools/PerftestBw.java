@@ -5,15 +5,11 @@ import static org.rdma4j.tools.PerftestSide.PEER_CHECK_NS;
 import static org.rdma4j.tools.PerftestSide.STALL_NS;
 
 import java.io.IOException;
-import java.io.PrintStream;
 import java.util.List;
 
 import org.rdma4j.tools.Perftest.RunException;
 import org.rdma4j.tools.PerftestOptions.Verb;
 import org.rdma4j.tools.PerftestSide.Interrupted;
-import org.rdma4j.verbs.CompletionQueue;
-import org.rdma4j.verbs.MemoryRegion;
-import org.rdma4j.verbs.QueuePair;
 import org.rdma4j.verbs.RecvWorkRequest;
 import org.rdma4j.verbs.SendFlags;
 import org.rdma4j.verbs.SendWorkRequest;
@@ -24,52 +20,22 @@ import org.rdma4j.verbs.WorkCompletion;
  * perftest's {@code run_iter_bw} on the client (and the sender of SEND), {@code run_iter_bw_server} on the
  * receiver of SEND, and each tool's order of hand-shakes and report lines around them.
  */
-final class PerftestBw {
-    private final PerftestSide side;
-    private final PerftestOptions o;
-    private final PrintStream text;
-    private final PrintStream err;
-    private final StopSignal stop;
-    private final boolean client;
-    private final PerftestWire.Channel ch;
-    private final boolean withGid;
-    private final PerftestFormat.Dest[] my;
+final class PerftestBw extends PerftestRunner {
     private final PerftestFormat.Dest[] rem;
-    private final QueuePair[] qps;
-    private final MemoryRegion[] mrs;
-    private final CompletionQueue sendCq;
-    private final CompletionQueue recvCq;
     private final int txDepth;
-    private final int rxDepth;
     private final int cqMod;
-    private final int inline;
-    private final long bufSize;
     private final List<PerftestFormat.Report> reports;
 
     /** A runner on {@code side}, whose QPs are connected. */
     PerftestBw(PerftestSide side) {
-        this.side = side;
-        this.o = side.o;
-        this.text = side.text;
-        this.err = side.err;
-        this.stop = side.stop;
-        this.client = side.client;
-        this.ch = side.ch;
-        this.withGid = side.withGid;
-        this.my = side.my;
+        super(side);
         this.rem = side.rem;
-        this.qps = side.qps;
-        this.mrs = side.mrs;
-        this.sendCq = side.sendCq;
-        this.recvCq = side.recvCq;
         this.txDepth = side.txDepth;
-        this.rxDepth = side.rxDepth;
         this.cqMod = side.cqMod;
-        this.inline = side.inline;
-        this.bufSize = side.bufSize;
         this.reports = side.results.reports;
     }
 
+    @Override
     int run() throws IOException {
         boolean duration = o.duration > 0;
         int margin = o.margin >= 0 ? o.margin : o.duration / 4;

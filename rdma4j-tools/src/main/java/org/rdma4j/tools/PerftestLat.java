@@ -2,7 +2,6 @@
 package org.rdma4j.tools;
 
 import java.io.IOException;
-import java.io.PrintStream;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
@@ -12,10 +11,8 @@ import java.util.concurrent.TimeUnit;
 import org.rdma4j.tools.Perftest.RunException;
 import org.rdma4j.tools.PerftestOptions.Verb;
 import org.rdma4j.tools.PerftestSide.Interrupted;
-import org.rdma4j.verbs.CompletionQueue;
 import org.rdma4j.verbs.Context;
 import org.rdma4j.verbs.Linger;
-import org.rdma4j.verbs.MemoryRegion;
 import org.rdma4j.verbs.QueuePair;
 import org.rdma4j.verbs.RecvWorkRequest;
 import org.rdma4j.verbs.SendFlags;
@@ -27,27 +24,11 @@ import org.rdma4j.verbs.WorkCompletion;
  * perftest's {@code run_iter_lat_write}, {@code run_iter_lat_send} and {@code run_iter_lat}, each tool's order
  * of hand-shakes and report lines around them, and ib_write_lat's linger over RC.
  */
-final class PerftestLat {
+final class PerftestLat extends PerftestRunner {
     private static final VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
 
-    private final PerftestSide side;
-    private final PerftestOptions o;
-    private final PrintStream text;
-    private final PrintStream err;
-    private final StopSignal stop;
-    private final boolean client;
     private final boolean reportErrors;
-    private final PerftestWire.Channel ch;
-    private final boolean withGid;
-    private final PerftestFormat.Dest[] my;
     private final Context ctx;
-    private final QueuePair[] qps;
-    private final MemoryRegion[] mrs;
-    private final CompletionQueue sendCq;
-    private final CompletionQueue recvCq;
-    private final int rxDepth;
-    private final int inline;
-    private final long bufSize;
     private final List<LatStats> lats;
     /** write_lat over RC: the linger, started at the last completion of the last size, and when. */
     private Linger lingerStart;
@@ -55,27 +36,13 @@ final class PerftestLat {
 
     /** A runner on {@code side}, whose QPs are connected. */
     PerftestLat(PerftestSide side) {
-        this.side = side;
-        this.o = side.o;
-        this.text = side.text;
-        this.err = side.err;
-        this.stop = side.stop;
-        this.client = side.client;
+        super(side);
         this.reportErrors = side.reportErrors;
-        this.ch = side.ch;
-        this.withGid = side.withGid;
-        this.my = side.my;
         this.ctx = side.ctx;
-        this.qps = side.qps;
-        this.mrs = side.mrs;
-        this.sendCq = side.sendCq;
-        this.recvCq = side.recvCq;
-        this.rxDepth = side.rxDepth;
-        this.inline = side.inline;
-        this.bufSize = side.bufSize;
         this.lats = side.results.lats;
     }
 
+    @Override
     int run() throws IOException {
         boolean duration = o.duration > 0;
         int margin = o.margin >= 0 ? o.margin : o.duration / 4;
