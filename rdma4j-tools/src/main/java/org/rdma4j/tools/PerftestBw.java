@@ -38,10 +38,7 @@ final class PerftestBw extends PerftestRunner {
     @Override
     int run() throws IOException {
         boolean duration = o.duration > 0;
-        int margin = o.margin >= 0 ? o.margin : o.duration / 4;
-        if (duration && !(o.duration > 2 * margin)) {
-            throw new RunException("please check that DURATION > 2*MARGIN");
-        }
+        int margin = margin();
         boolean noPeak = side.noPeak;
         double unit = o.reportGbits ? PerftestFormat.GBS : PerftestFormat.MBS;
         if (side.printing()) {

@@ -45,10 +45,7 @@ final class PerftestLat extends PerftestRunner {
     @Override
     int run() throws IOException {
         boolean duration = o.duration > 0;
-        int margin = o.margin >= 0 ? o.margin : o.duration / 4;
-        if (duration && !(o.duration > 2 * margin)) {
-            throw new RunException("please check that DURATION > 2*MARGIN");
-        }
+        int margin = margin();
         boolean passive = (o.verb == Verb.READ || o.verb == Verb.ATOMIC) && !client;
         if (passive) {
             // read_lat.c / atomic_lat.c: only the client posts; the server waits for its end.

@@ -4,6 +4,7 @@ package org.rdma4j.tools;
 import java.io.IOException;
 import java.io.PrintStream;
 
+import org.rdma4j.tools.Perftest.RunException;
 import org.rdma4j.verbs.CompletionQueue;
 import org.rdma4j.verbs.MemoryRegion;
 import org.rdma4j.verbs.QueuePair;
@@ -48,6 +49,15 @@ abstract sealed class PerftestRunner permits PerftestBw, PerftestLat {
         this.rxDepth = side.rxDepth;
         this.inline = side.inline;
         this.bufSize = side.bufSize;
+    }
+
+    /** {@return perftest's {@code -f} margin (default a quarter of {@code -D}), checked against the duration} */
+    int margin() {
+        int margin = o.margin >= 0 ? o.margin : o.duration / 4;
+        if (o.duration > 0 && !(o.duration > 2 * margin)) {
+            throw new RunException("please check that DURATION > 2*MARGIN");
+        }
+        return margin;
     }
 
     /** Runs every size of the test, prints its table and what follows it. {@return the exit status} */
