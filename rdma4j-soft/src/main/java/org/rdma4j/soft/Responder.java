@@ -722,7 +722,8 @@ final class Responder {
         } else if (p.is(Opcodes.M_WRITE)) {
             if (p.payloadLen > 0) {
                 one.clear();
-                if (!one.addMr(writeMrRef, writeVa - writeMrRef.address, p.payloadLen, DmaSpace.WRITE, piece)
+                SoftMr mr = writeMr(); // (null, as before, if no region was resolved: never a stale one)
+                if (!one.addMr(mr, writeVa - mr.address, p.payloadLen, DmaSpace.WRITE, piece)
                         || !copyIn(p, one, 0)) {
                     return Err.RKEY_VIOLATION;
                 }
@@ -776,7 +777,8 @@ final class Responder {
             // closed under the registration) is an R_Key violation (rxe read_reply: a failed copy).
             one.clear();
             long l = len & 0xFFFF_FFFFL;
-            if (!one.addMr(writeMrRef, p.va - writeMrRef.address, l, DmaSpace.READ, piece)
+            SoftMr mr = writeMr();
+            if (!one.addMr(mr, p.va - mr.address, l, DmaSpace.READ, piece)
                     || one.port != null && !one.access(0, l, DmaSpace.READ)) {
                 return Err.RKEY_VIOLATION;
             }
