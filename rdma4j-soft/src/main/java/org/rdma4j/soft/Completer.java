@@ -66,6 +66,8 @@ final class Completer {
     Recovery recovery = Recovery.IDLE;
     Responder peer = Responder.UNKNOWN;
     private int dropsSeen;
+    /** Answers to budgeted resends that showed holding (see {@link #onResponse}): weighed against dropsSeen. */
+    private int holdsSeen;
     /** PSN the current resend started at (comp.psn when it began); meaningful while RESENDING. */
     int resendFrom;
     /**
@@ -93,6 +95,7 @@ final class Completer {
         psn = 0;
         peer = Responder.UNKNOWN;
         dropsSeen = 0;
+        holdsSeen = 0;
         lossWindow.reset();
         resetRetryCounters();
     }
@@ -154,15 +157,24 @@ final class Completer {
             if (Psn.compare(p.psn, budgetEnd) > 0) {
                 // The ACK that ended a resend acknowledges more than the resend sent: the responder held
                 // what followed the gap. What was sent before the rewind is held or on its way: go on
-                // after it.
-                peer = Responder.HOLDS;
-                if (Psn.compare(qp.requester.highWater, qp.requester.psn) > 0 && outstanding() != null) {
-                    skipTo(qp.requester.highWater);
+                // after it. (A dropping responder answers so too when the NAK was spurious, the packet it named
+                // only late: netem's reorder or duplication. So this is evidence, weighed against the other kind.)
+                holdsSeen++;
+                if (2 * dropsSeen < holdsSeen) {
+                    peer = Responder.HOLDS;
+                    if (Psn.compare(qp.requester.highWater, qp.requester.psn) > 0 && outstanding() != null) {
+                        skipTo(qp.requester.highWater);
+                    }
                 }
-            } else if (peer == Responder.UNKNOWN && Psn.compare(qp.requester.highWater, Psn.add(budgetEnd, 1)) > 0
-                    && ++dropsSeen >= 2) {
-                // More had been sent past the budget before the rewind, and the responder acknowledged only
-                // the resend: it dropped the rest (rxe). From now on resends are go-back-N.
+            } else if (p.psn == from && Psn.compare(qp.requester.highWater, Psn.add(budgetEnd, 1)) > 0
+                    && ++dropsSeen >= 2 && 2 * dropsSeen >= holdsSeen) {
+                // More had been sent past the budget before the rewind, and the responder acknowledged the resend's
+                // first packet only (rxe acknowledges it as it arrives, in sequence): it dropped the rest. From now
+                // on resends are go-back-N. One that holds answers the first packet with how far its held requests
+                // reach, so exactly that packet only when the one after it was lost too; one that drops, at every
+                // real loss: at least a third of the answers (and twice) must say it drops. (An answer in between
+                // shows a second gap inside the budget, and says nothing. Once DROPS, resends are no longer
+                // budgeted, so the decision stays.)
                 peer = Responder.DROPS;
             }
         }

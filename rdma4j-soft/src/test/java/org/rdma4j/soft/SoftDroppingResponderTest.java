@@ -17,6 +17,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 import org.rdma4j.verbs.CompletionQueue;
 import org.rdma4j.verbs.Mtu;
 import org.rdma4j.verbs.QpType;
+import org.rdma4j.verbs.RecvWorkRequest;
 import org.rdma4j.verbs.SendFlags;
 import org.rdma4j.verbs.SendWorkRequest;
 import org.rdma4j.verbs.WcStatus;
@@ -201,6 +202,45 @@ class SoftDroppingResponderTest {
         assertTrue(took >= 7 * pair.timeoutNs(), () -> "failed after " + took + " ns: " + counts(pair));
         long sentProbes = pair.a.dev.counter(SoftCounter.LOSS_PROBES) - probes;
         assertTrue(sentProbes <= LossWindow.MAX_PROBES * 7L, () -> sentProbes + " probes: " + counts(pair));
+    }
+
+    /**
+     * rc_pingpong -s 65536 with our side echoing into rxe's (interop/run's {@code rdma4j-server/rxe-client} rows,
+     * which now and then ended RETRY_EXC_ERR): A sends 64 KiB, B answers with 64 bytes, {@code iters} times.
+     */
+    private void pingPong(LossyPair p, int iters) {
+        for (int i = 0; i < iters; i++) {
+            int it = i;
+            RecvWorkRequest rb = new RecvWorkRequest(1).wrId(i).singleSge(p.b.addr(0), MSG, p.b.mr.lkey());
+            assertTrue(p.b.qp.postRecv(rb), () -> "postRecv: " + rb.postError());
+            RecvWorkRequest ra = new RecvWorkRequest(1).wrId(i).singleSge(p.a.addr(MSG), 64, p.a.mr.lkey());
+            assertTrue(p.a.qp.postRecv(ra), () -> "postRecv: " + ra.postError());
+            SendWorkRequest ping = new SendWorkRequest(1).wrId(i).opcode(WrOpcode.SEND).sendFlags(SendFlags.SIGNALED)
+                    .singleSge(p.a.addr(0), MSG, p.a.mr.lkey());
+            assertTrue(p.a.qp.postSend(ping));
+            WorkCompletion got = p.collect(new CompletionQueue[] {p.b.rcq}, new int[] {1}, 400_000).getFirst().getFirst();
+            assertEquals(WcStatus.SUCCESS, got.status(), () -> "ping " + it + ": " + got + "\n" + counts(p));
+            SendWorkRequest pong = new SendWorkRequest(1).wrId(i).opcode(WrOpcode.SEND).sendFlags(SendFlags.SIGNALED)
+                    .singleSge(p.b.addr(0), 64, p.b.mr.lkey());
+            assertTrue(p.b.qp.postSend(pong));
+            List<List<WorkCompletion>> all = p.collect(new CompletionQueue[] {p.a.rcq, p.a.scq, p.b.scq},
+                    new int[] {1, 1, 1}, 400_000);
+            for (List<WorkCompletion> l : all) {
+                assertEquals(WcStatus.SUCCESS, l.getFirst().status(), () -> "iteration " + it + ": " + l + "\n" + counts(p));
+            }
+        }
+    }
+
+    @ParameterizedTest(name = "seed {0}")
+    @ValueSource(longs = {11, 12, 13, 14, 15, 16})
+    void aPingPongIntoAResponderThatDropsNeverExhaustsRetryCnt(long seed) {
+        // loss, duplication and netem's reorder together; retry_cnt 6 as the tools use
+        pair = droppingPair(seed, 2 * LATENCY_NS, 0.05, 0.05);
+        pair.link.faults(new FaultInjectingLink.Faults(0, 0.02, 0, 0, 0.01, 1));
+        ((SoftQp) pair.a.qp).responder.holdsOutOfSequence = false; // both answer as rxe
+        pingPong(pair, 30);
+        System.out.println("SoftDroppingResponderTest ping-pong all four seed " + seed + ": " + counts(pair));
+        assertTrue(pair.a.dev.counter(SoftCounter.RETRY_TIMEOUTS) <= 3, () -> counts(pair));
     }
 
     private static byte[] bytes(MemorySegment m, long off, int len) {
