@@ -100,6 +100,8 @@ final class SoftQp extends SoftResource implements QueuePair {
     volatile boolean timerDue;
     /** When a paused burst resumes (docs/engine.md, "Pacing"); 0 when none waits. Written by the owner. */
     volatile long paceDeadline;
+    /** When the completer checks for a silence worth a loss probe ({@link LossWindow}); 0 when not armed. */
+    volatile long probeDeadline;
     /** The gap between this QP's bursts (owner only). */
     final Pacer pacer = new Pacer();
 
@@ -915,6 +917,7 @@ final class SoftQp extends SoftResource implements QueuePair {
         retransDeadline = 0;
         rnrDeadline = 0; // the timer service forgets a QP with no deadline
         paceDeadline = 0;
+        probeDeadline = 0;
         pacer.reset();
         if (rq != null) {
             rq.reset();
@@ -940,6 +943,7 @@ final class SoftQp extends SoftResource implements QueuePair {
         retransDeadline = 0;
         rnrDeadline = 0;
         paceDeadline = 0;
+        probeDeadline = 0;
         responder.dropHeld();
         flushSendQueue();
         if (srq != null) {
@@ -1042,8 +1046,14 @@ final class SoftQp extends SoftResource implements QueuePair {
         fabric.timers.watch(this);
     }
 
+    /** Arms the loss probe's check at {@code deadlineNs} (owner only). */
+    void armProbe(long deadlineNs) {
+        probeDeadline = deadlineNs == 0 ? 1 : deadlineNs;
+        fabric.timers.watch(this);
+    }
+
     boolean hasArmedTimer() {
-        return retransDeadline != 0 || rnrDeadline != 0 || paceDeadline != 0;
+        return retransDeadline != 0 || rnrDeadline != 0 || paceDeadline != 0 || probeDeadline != 0;
     }
 
     long nextDeadline() {
@@ -1056,6 +1066,9 @@ final class SoftQp extends SoftResource implements QueuePair {
         }
         if (paceDeadline != 0 && paceDeadline - d < 0) {
             d = paceDeadline;
+        }
+        if (probeDeadline != 0 && probeDeadline - d < 0) {
+            d = probeDeadline;
         }
         return d;
     }
@@ -1070,6 +1083,12 @@ final class SoftQp extends SoftResource implements QueuePair {
             // rxe rnr_nak_timer: retry from the oldest unacknowledged PSN.
             completer.goBackN();
             requester.run();
+        }
+        if (probeDeadline != 0 && nowNs - probeDeadline >= 0) {
+            probeDeadline = 0;
+            if (completer.probeCheck(nowNs)) {
+                requester.run();
+            }
         }
         if (retransDeadline != 0 && nowNs - retransDeadline >= 0) {
             retransDeadline = 0;
@@ -1426,6 +1445,7 @@ final class SoftQp extends SoftResource implements QueuePair {
             retransDeadline = 0;
             rnrDeadline = 0; // the timer service forgets a closed QP
             paceDeadline = 0;
+            probeDeadline = 0;
             device.removeQp(qpn);
             device.retire(this);
         } finally {
