@@ -760,6 +760,9 @@ final class SoftQp extends SoftResource implements QueuePair {
         }
         if (a.has(QpAttrMask.AV)) {
             av = a.av().copy();
+            if (av.dgid() != null) {
+                pacer.bind(device.pacePath(av.dgid())); // what the device's QPs learnt of the path there (Pacer)
+            }
             dgid = av.dgid();
             sgid = device.gid(av.sgidIndex());
             peer = fabric.deviceFor(dgid);
