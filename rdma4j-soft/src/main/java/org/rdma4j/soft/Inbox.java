@@ -214,17 +214,19 @@ final class Inbox {
             p.compare = 0;
             p.origValue = 0;
         }
-        p.sgid = (Gid) gids[2 * i];
-        p.dgid = (Gid) gids[2 * i + 1];
-        p.route = null;
-        p.sender = null;
+        p.setRoute(null, (Gid) gids[2 * i], (Gid) gids[2 * i + 1]);
+        if (p.sender != null) {
+            p.sender = null;
+        }
         p.payloadStable = true;
         p.payloadOff = 0;
         p.payloadLen = len;
         switch ((int) (h >>> MODE_SHIFT) & 3) {
             case INLINE -> {
                 rxInline.set(bytes, (long) (b + DATA) * Long.BYTES, len);
-                p.payload = rxInline;
+                if (p.payload != rxInline) {
+                    p.payload = rxInline;
+                }
             }
             case HELD -> p.payload = held[i].sgl;
             case BROKEN -> {
@@ -243,7 +245,9 @@ final class Inbox {
      */
     void done(long seq) {
         rxSeq = -1;
-        rx.payload = null; // no reference to the sender's memory outlives the packet
+        if (rx.payload != rxInline) {
+            rx.payload = null; // no reference to the sender's memory outlives the packet (the slot's own may)
+        }
         ring.release(seq);
     }
 

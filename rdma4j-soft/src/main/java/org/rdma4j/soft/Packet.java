@@ -54,11 +54,34 @@ final class Packet {
      */
     boolean payloadStable;
     /**
-     * The QP whose owner is sending this packet now, on this thread (set by {@link SoftQp#transmit}; never
-     * copied: a held or queued packet has no sender). Lets an in-process delivery keep the target's executor
-     * for the rest of the sender's burst ({@link SoftQp#deliver}).
+     * The QP whose owner is sending this packet now, on this thread: set by {@link SoftQp#transmit} on the
+     * packet objects of the QP's own requester and responder, which only that QP's owner sends, and left set
+     * (a reference store per packet would cost a GC barrier); never copied: a held, queued or received packet
+     * has none. Lets an in-process delivery keep the target's executor for the rest of the sender's burst
+     * ({@link SoftQp#deliver}).
      */
     SoftQp sender;
+
+    /**
+     * Sets the routing fields, each reference stored only when it changes: a sender's own packet object is
+     * reused for every packet of its QP, whose route rarely changes, and a reference store into an old object
+     * costs a GC card-marking barrier.
+     *
+     * @param to   the destination device, or null
+     * @param from the source GID
+     * @param dest the destination GID
+     */
+    void setRoute(SoftDevice to, Gid from, Gid dest) {
+        if (route != to) {
+            route = to;
+        }
+        if (sgid != from) {
+            sgid = from;
+        }
+        if (dgid != dest) {
+            dgid = dest;
+        }
+    }
 
     int mask() {
         return Opcodes.mask(opcode);

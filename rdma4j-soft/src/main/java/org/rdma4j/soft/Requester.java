@@ -244,8 +244,13 @@ final class Requester {
         if (rc && Psn.compare(psn, Psn.add(qp.completer.psn, SoftQp.MAX_UNACKED_PSNS)) > 0) {
             return false; // rxe wait_psn: the window is full
         }
+        boolean drops = rc && qp.completer.peer == Completer.Responder.DROPS;
+        LossWindow lw = qp.completer.lossWindow;
+        if (drops && !lw.allows(psn, qp.completer.psn)) {
+            return false; // the loss window is full, or a probe waits for its answer
+        }
         boolean budgeted = rc && RESEND_BUDGET > 0 && qp.completer.recovery == Completer.Recovery.RESENDING
-                && qp.completer.peer != Completer.Responder.DROPS;
+                && !drops;
         if (budgeted && Psn.compare(psn, Psn.add(qp.completer.resendFrom, RESEND_BUDGET)) >= 0) {
             // A resend waits after its first packets for a response: a responder that held what followed
             // the gap (ours) then answers for all of it, and the resend continues from there; one that
@@ -255,7 +260,13 @@ final class Requester {
         if (w.state == SendWqe.RETRY) {
             w.state = SendWqe.PROCESSING; // resent: its responses count again
         }
-        Packet p = tx.clearPayload();
+        // the packet object is this requester's own: its reference fields are stored only when they change (a
+        // reference store into an old object is a G1 card-marking barrier with a StoreLoad fence, and at 1,000
+        // QPs each one dirtied a card the refinement threads had cleaned: docs/benchmarks.md, "Session 4")
+        Packet p = tx;
+        p.payloadOff = 0;
+        p.payloadLen = 0;
+        p.payloadStable = false;
         route(p, w);
         p.psn = psn;
         p.solicited = false;
@@ -322,7 +333,9 @@ final class Requester {
                     src = inlinePayload;
                     src.set(qp.inlineArea, w.inlineOff, w.length);
                 }
-                p.payload = src;
+                if (p.payload != src) {
+                    p.payload = src;
+                }
                 p.payloadOff = w.sent;
                 p.payloadLen = chunk;
                 if (src.port != null && !sourceReadable(w, src, chunk, last) || !src.reachable(w.sent, chunk)) {
@@ -361,9 +374,17 @@ final class Requester {
             // lost, the last is answered with the NAK again; a single lost packet cannot stall the resend.
             boolean budgetAsk = budgeted && (p.psn == qp.completer.resendFrom
                     || Psn.compare(psn, Psn.add(qp.completer.resendFrom, RESEND_BUDGET)) >= 0);
-            p.ackReq = want || budgetAsk || ++noackPkts > MAX_PKT_PER_ACK / 2;
+            // Against a responder that drops what follows a gap, every half window asks (else a window below 32
+            // packets would wait for the timer), and so does a probe.
+            int spacing = drops ? Math.min(MAX_PKT_PER_ACK / 2, lw.ackSpacing()) : MAX_PKT_PER_ACK / 2;
+            p.ackReq = want || budgetAsk || ++noackPkts > spacing || drops && lw.probing;
             if (p.ackReq) {
                 noackPkts = 0;
+            }
+            if (drops) {
+                dropsPeerSent(p, lw);
+            } else if (p.ackReq && qp.completer.timesRoundTrips()) {
+                timeRoundTrip(p, lw);
             }
         }
         if (Psn.compare(psn, highWater) > 0) {
@@ -387,6 +408,33 @@ final class Requester {
         return true;
     }
 
+    /**
+     * A packet to a responder that drops what follows a gap leaves: it may time a round trip, and it arms the
+     * loss probe (measuring silence from now if nothing was outstanding). One clock read, only when needed.
+     */
+    private void dropsPeerSent(Packet p, LossWindow lw) {
+        boolean empty = Psn.compare(p.psn, qp.completer.psn) <= 0;
+        boolean timed = p.ackReq && lw.wantsSample(p);
+        if (!timed && !empty && qp.probeDeadline != 0) {
+            return;
+        }
+        long now = qp.fabric.clock.nanoTime();
+        if (timed) {
+            lw.ackReqSent(p.psn, now);
+        }
+        if (empty && !lw.probing) {
+            lw.lastActivityNs = now;
+        }
+        qp.completer.armProbe(now);
+    }
+
+    /** Times a round trip, before the completer knows what the responder does with what follows a gap. */
+    private void timeRoundTrip(Packet p, LossWindow lw) {
+        if (lw.wantsSample(p)) {
+            lw.ackReqSent(p.psn, qp.fabric.clock.nanoTime());
+        }
+    }
+
     /** Checks the device's read of the next chunk; with the DMA checker, compares the payload checksum. */
     private boolean sourceReadable(SendWqe w, Sgl src, int chunk, boolean last) {
         if (!src.access(w.sent, chunk, DmaSpace.READ)) {
@@ -404,16 +452,12 @@ final class Requester {
     private void route(Packet p, SendWqe w) {
         if (qp.type == QpType.UD) {
             AhAttributes a = w.ah.attrs;
-            p.dgid = a.dgid();
-            p.route = w.ah.peer;
-            p.sgid = qp.device.gid(a.sgidIndex());
+            p.setRoute(w.ah.peer, qp.device.gid(a.sgidIndex()), a.dgid());
             p.hopLimit = a.hopLimit();
             p.trafficClass = a.trafficClass();
         } else {
-            p.dgid = qp.dgid;
-            p.route = qp.peer;
             Gid s = qp.sgid;
-            p.sgid = s != null ? s : qp.device.gid(0);
+            p.setRoute(qp.peer, s != null ? s : qp.device.gid(0), qp.dgid);
             p.hopLimit = qp.av.hopLimit();
             p.trafficClass = qp.av.trafficClass();
             p.destQpn = qp.destQpn;

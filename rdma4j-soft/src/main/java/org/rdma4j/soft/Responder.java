@@ -133,7 +133,13 @@ final class Responder {
     private long recvTotal;
 
     // RDMA WRITE in progress
-    private SoftMr writeMr;
+    /**
+     * The region of the WRITE (or READ, atomic) being executed, valid while {@link #writeMrSet}: the reference is
+     * left in place when the message ends (a reference store per message into this old object would cost a GC
+     * card-marking barrier with a fence) and cleared only on reset.
+     */
+    private SoftMr writeMrRef;
+    private boolean writeMrSet;
     private long writeVa;
     private long writeResid;
     private int writeLength;
@@ -192,7 +198,8 @@ final class Responder {
         nakedState = NAKED_NONE;
         dropMsg = false;
         haveWqe = false;
-        writeMr = null;
+        writeMrSet = false;
+        writeMrRef = null;
         endReply();
         for (Resource r : res) {
             r.type = 0;
@@ -642,6 +649,23 @@ final class Responder {
         return Err.NONE;
     }
 
+    /** {@return the region of the operation being executed, or null} */
+    private SoftMr writeMr() {
+        return writeMrSet ? writeMrRef : null;
+    }
+
+    /** Sets (or, with null, ends) the region of the operation being executed; the reference only on change. */
+    private void writeMr(SoftMr mr) {
+        if (mr == null) {
+            writeMrSet = false;
+            return;
+        }
+        if (writeMrRef != mr) {
+            writeMrRef = mr;
+        }
+        writeMrSet = true;
+    }
+
     private Err checkRkey(Packet p) {
         int need;
         if (p.is(Opcodes.M_ATOMIC)) {
@@ -654,12 +678,12 @@ final class Responder {
                 writeVa = p.va;
                 writeResid = p.dmaLen & 0xFFFF_FFFFL;
                 writeLength = p.dmaLen;
-                writeMr = null;
+                writeMr(null);
                 // C9-88: a zero-length READ or WRITE needs no valid R_Key.
                 if (writeResid == 0) {
                     return Err.NONE;
                 }
-            } else if (writeMr != null || writeResid == 0) {
+            } else if (writeMrSet || writeResid == 0) {
                 return p.payloadLen <= writeResid ? Err.NONE : Err.LENGTH;
             }
             need = p.is(Opcodes.M_READ) ? AccessFlag.REMOTE_READ.bit() : AccessFlag.REMOTE_WRITE.bit();
@@ -667,13 +691,13 @@ final class Responder {
         SoftMr mr = qp.device.lookupMr(p.is(Opcodes.M_ATOMIC) || p.is(Opcodes.M_RETH) ? p.rkey : -1);
         // rxe lookup_mr (key, PD, access) and mr_check_range.
         if (mr == null || mr.pd != qp.pd || !mr.allows(need) || !mr.contains(writeVa, writeResid)) {
-            writeMr = null;
+            writeMr(null);
             return Err.RKEY_VIOLATION;
         }
         if (p.is(Opcodes.M_WRITE) && p.payloadLen > writeResid) {
             return Err.LENGTH;
         }
-        writeMr = mr;
+        writeMr(mr);
         return Err.NONE;
     }
 
@@ -698,7 +722,8 @@ final class Responder {
         } else if (p.is(Opcodes.M_WRITE)) {
             if (p.payloadLen > 0) {
                 one.clear();
-                if (!one.addMr(writeMr, writeVa - writeMr.address, p.payloadLen, DmaSpace.WRITE, piece)
+                SoftMr mr = writeMr(); // (null, as before, if no region was resolved: never a stale one)
+                if (!one.addMr(mr, writeVa - mr.address, p.payloadLen, DmaSpace.WRITE, piece)
                         || !copyIn(p, one, 0)) {
                     return Err.RKEY_VIOLATION;
                 }
@@ -728,7 +753,7 @@ final class Responder {
         }
         if (p.is(Opcodes.M_END)) {
             lastOpcode = -1;
-            writeMr = null;
+            writeMr(null);
         }
         return Err.NONE;
     }
@@ -752,7 +777,8 @@ final class Responder {
             // closed under the registration) is an R_Key violation (rxe read_reply: a failed copy).
             one.clear();
             long l = len & 0xFFFF_FFFFL;
-            if (!one.addMr(writeMr, p.va - writeMr.address, l, DmaSpace.READ, piece)
+            SoftMr mr = writeMr();
+            if (!one.addMr(mr, p.va - mr.address, l, DmaSpace.READ, piece)
                     || one.port != null && !one.access(0, l, DmaSpace.READ)) {
                 return Err.RKEY_VIOLATION;
             }
@@ -776,8 +802,8 @@ final class Responder {
         psn = Psn.add(p.psn, npkts);
         // ackPsn stays (rxe read_reply advances resp.psn only, not resp.ack_psn): see ackPsn
         lastOpcode = -1;
-        SoftMr mr = writeMr;
-        writeMr = null;
+        SoftMr mr = writeMr();
+        writeMr(null);
         sendReadResponses(r, mr, p.rkey, p.va, len, p.psn, true);
         return Err.NONE;
     }
@@ -894,8 +920,8 @@ final class Responder {
         if ((p.va & 7) != 0) {
             return Err.MISALIGNED_ATOMIC;
         }
-        SoftMr mr = writeMr;
-        writeMr = null;
+        SoftMr mr = writeMr();
+        writeMr(null);
         long off = p.va - mr.address;
         MemorySegment target = mr.segment;
         if (!mr.direct || one.port != null) {
@@ -1196,7 +1222,7 @@ final class Responder {
             qp.recvCq.post(id, st, WcOpcode.RECV, 0, 0, qp.qpn, 0, 0, false);
         }
         lastOpcode = -1;
-        writeMr = null;
+        writeMr(null);
         if (qp.type == QpType.RC) {
             sendAck(nak, p.psn);
         }
@@ -1207,7 +1233,7 @@ final class Responder {
     private void abandonMessage() {
         recvOffset = 0;
         lastOpcode = -1;
-        writeMr = null;
+        writeMr(null);
     }
 
     // ------------------------------------------------------------------ acknowledgements
@@ -1272,9 +1298,7 @@ final class Responder {
         flushAck();
         Packet o = out.clearPayload();
         o.opcode = Opcodes.RC | op;
-        o.dgid = qp.dgid;
-        o.route = qp.peer;
-        o.sgid = qp.sgid != null ? qp.sgid : qp.device.gid(0);
+        o.setRoute(qp.peer, qp.sgid != null ? qp.sgid : qp.device.gid(0), qp.dgid);
         o.destQpn = qp.destQpn;
         o.srcQpn = qp.qpn;
         o.psn = respPsn;

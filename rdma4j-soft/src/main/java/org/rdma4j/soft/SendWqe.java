@@ -3,7 +3,6 @@ package org.rdma4j.soft;
 
 import java.lang.foreign.MemorySegment;
 
-import org.rdma4j.verbs.WcStatus;
 import org.rdma4j.verbs.WrOpcode;
 
 /**
@@ -64,7 +63,6 @@ final class SendWqe {
     long sent;
     long received;
     boolean tookCredit;
-    WcStatus status;
     final Sgl sgl;
     // DMA checker only: payload checksum at post, and the posting stack
     long postCrc;

@@ -97,6 +97,10 @@ public final class SoftDevice implements Device, GsiAccess {
     private int nextQpn = FIRST_QPN;
     /** Multicast groups joined by QPs of this device (rxe_mcast.c mcg tree): member arrays copied on change. */
     private final java.util.Map<Gid, SoftQp[]> mcgs = new java.util.concurrent.ConcurrentHashMap<>();
+    /** What this device's QPs learnt of the path to each destination GID they were connected to (Pacer). */
+    private final java.util.Map<Gid, Pacer.Path> pacePaths = new java.util.concurrent.ConcurrentHashMap<>();
+    /** Destinations whose pacing is remembered at most; past it, a new destination's QP learns on its own. */
+    static final int MAX_PACE_PATHS = 4096;
     /** Where this device's engine sends packets (see {@link #link(Link)}). */
     volatile Link link;
 
@@ -265,6 +269,22 @@ public final class SoftDevice implements Device, GsiAccess {
         counters.getAndAdd(c.ordinal(), n);
     }
 
+    /**
+     * {@return the pacing state the device's QPs share toward {@code dgid} (Pacer), made on first use}
+     *
+     * @param dgid a QP's destination GID
+     */
+    Pacer.Path pacePath(Gid dgid) {
+        Pacer.Path p = pacePaths.get(dgid);
+        if (p != null) {
+            return p;
+        }
+        if (pacePaths.size() >= MAX_PACE_PATHS) {
+            return new Pacer.Path(); // bounded: a device connected to very many destinations stops sharing
+        }
+        return pacePaths.computeIfAbsent(dgid, g -> new Pacer.Path());
+    }
+
     /** A QP is being destroyed: its counts stay the device's. */
     void retire(SoftQp qp) {
         for (int i = 0; i < SoftCounter.values().length; i++) {
@@ -277,6 +297,21 @@ public final class SoftDevice implements Device, GsiAccess {
 
     boolean portActive() {
         return portState == PortState.ACTIVE;
+    }
+
+    /**
+     * {@return this device's own GID object equal to {@code g}, else {@code g}}: a QP keeps its peer's GID as the
+     * peer device's object, so the address check of every packet between them compares references.
+     *
+     * @param g a GID of this device
+     */
+    Gid ownGid(Gid g) {
+        for (Gid o : gids) {
+            if (o != null && o.equals(g)) {
+                return o;
+            }
+        }
+        return g;
     }
 
     Gid gid(int index) {
@@ -700,7 +735,11 @@ public final class SoftDevice implements Device, GsiAccess {
         }
         // rxe check_addr: a connected QP takes packets only from its peer's address to its own, so a
         // third host that guesses a QPN and PSN cannot inject into the connection.
-        if (qp.type != QpType.UD && qp.sgid != null && !(qp.dgid.equals(p.sgid) && qp.sgid.equals(p.dgid))) {
+        // (identity first: in process both GIDs are the devices' own objects, SoftQp.modify, so the check reads
+        // no GID's line)
+        Gid qd = qp.dgid;
+        Gid qs = qp.sgid;
+        if (qp.type != QpType.UD && qs != null && !((qd == p.sgid || qd.equals(p.sgid)) && (qs == p.dgid || qs.equals(p.dgid)))) {
             count(SoftCounter.RCVD_PKTS);
             count(SoftCounter.DROP_BAD_ADDRESS);
             return;
