@@ -2,7 +2,6 @@
 package org.rdma4j.cm;
 
 import java.net.Inet4Address;
-import java.net.Inet6Address;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
@@ -11,7 +10,6 @@ import java.util.ArrayList;
 import java.util.List;
 
 import org.rdma4j.common.RdmaEvents;
-import org.rdma4j.verbs.AccessFlag;
 import org.rdma4j.verbs.Context;
 import org.rdma4j.verbs.Errno;
 import org.rdma4j.verbs.Gid;
@@ -28,7 +26,6 @@ import org.rdma4j.verbs.cm.CmRoute;
 import org.rdma4j.verbs.cm.ConnParam;
 import org.rdma4j.verbs.cm.IbSocketAddress;
 import org.rdma4j.verbs.cm.PortSpace;
-import org.rdma4j.verbs.cm.UdParam;
 import org.rdma4j.verbs.spi.CmEventInfo;
 import org.rdma4j.verbs.spi.CmEventSink;
 import org.rdma4j.verbs.spi.CmIdSpi;
@@ -46,37 +43,37 @@ final class UserCmId implements CmIdSpi {
     enum State { IDLE, ADDR_QUERY, ADDR_RESOLVED, ROUTE_QUERY, ROUTE_RESOLVED, CONNECT, DISCONNECT, ADDR_BOUND, LISTEN,
         DEVICE_REMOVAL, DESTROYING }
 
-    private final UserCm cm;
-    private volatile CmEventSink sink;
+    final UserCm cm;
+    volatile CmEventSink sink;
     final PortSpace ps;
     final QpType qpType;
     /** For the ID of a connection request: the listener. */
     private final UserCmId listener;
     State state = State.IDLE;
-    private SocketAddress src;
-    private SocketAddress dst;
+    SocketAddress src;
+    SocketAddress dst;
     /** The device port of the ID, null while unknown (or for a wildcard listener). */
     MadPort port;
     private UserCm.BindList bindList;
-    private PathRec path;
-    private IbCmId ib;
+    PathRec path;
+    IbCmId ib;
     private final List<IbCmId> listens = new ArrayList<>();
-    private QueuePair qp;
+    QueuePair qp;
     private int qpNum;
     private boolean srq;
     private final int seqNum;
-    private int qkey;
-    private int tos;
-    private boolean tosSet;
-    private int ackTimeout;
-    private boolean ackTimeoutSet;
+    int qkey;
+    int tos;
+    boolean tosSet;
+    int ackTimeout;
+    boolean ackTimeoutSet;
     private boolean reuseaddr;
-    private int afonly = -1;
+    int afonly = -1;
     private int cmResponseTimeout = CmMsg.CMA_CM_RESPONSE_TIMEOUT;
-    private int maxCmRetries = CmMsg.CMA_MAX_CM_RETRIES;
+    int maxCmRetries = CmMsg.CMA_MAX_CM_RETRIES;
     /** The peer's view of depths from the CONNECT_REQUEST (what librdmacm keeps to apply MAX on accept). */
-    private int reqResponderResources;
-    private int reqInitiatorDepth;
+    int reqResponderResources;
+    int reqInitiatorDepth;
     /** Whether the QP was moved for an accept already (librdmacm's second accept fails moving it). */
     private boolean accepted;
 
@@ -89,7 +86,7 @@ final class UserCmId implements CmIdSpi {
         this.seqNum = cm.randomPsn();
     }
 
-    private void post(CmEventInfo e) {
+    void post(CmEventInfo e) {
         CmEventSink s = sink;
         if (s != null && state != State.DESTROYING) {
             recordEvent(e);
@@ -98,7 +95,7 @@ final class UserCmId implements CmIdSpi {
     }
 
     /** The JFR event {@code org.rdma4j.CmEvent} of an rdma_cm event this ID delivers (docs/observability.md). */
-    private void recordEvent(CmEventInfo e) {
+    void recordEvent(CmEventInfo e) {
         RdmaEvents.cmEvent(port == null ? null : port.device.name(), e.type().name(), String.valueOf(src),
                 String.valueOf(dst), qpNum, e.status());
     }
@@ -230,7 +227,7 @@ final class UserCmId implements CmIdSpi {
                 }
                 IbCmId l = bindList.ibListens.get(p);
                 if (l == null) {
-                    l = cm.ibcm.listen(p, bindList.serviceId, UserCmId::requestHandler, bindList);
+                    l = cm.ibcm.listen(p, bindList.serviceId, CmaIbHandler::requestHandler, bindList);
                     bindList.ibListens.put(p, l);
                 } else {
                     l.listenSharecount++;
@@ -241,129 +238,6 @@ final class UserCmId implements CmIdSpi {
         } finally {
             cm.lock.unlock();
         }
-    }
-
-    /**
-     * {@code cma_ib_req_handler} with {@code cma_ib_id_from_event}: finds the rdma_cm listener the request is
-     * for (address, device, QP type), makes the new ID, reports CONNECT_REQUEST. Returns what cma returns:
-     * a negative errno rejects the request (REJ 28), -ENOMEM drops it unanswered (full backlog).
-     */
-    private static int requestHandler(IbCmId ibId, IbCmEvent e) {
-        if (e.type() != IbCmEvent.Type.REQ_RECEIVED && e.type() != IbCmEvent.Type.SIDR_REQ_RECEIVED) {
-            return 0;
-        }
-        UserCm.BindList bl = (UserCm.BindList) e.listenId().context;
-        boolean sidr = e.type() == IbCmEvent.Type.SIDR_REQ_RECEIVED;
-        byte[] m = e.mad();
-        MadRecv r = e.recv();
-        int pdOff = sidr ? CmMsg.SIDR_REQ_PRIVATE_DATA : CmMsg.REQ_PRIVATE_DATA;
-        int pdLen = sidr ? CmMsg.SIDR_REQ_PRIVATE_DATA_SIZE : CmMsg.REQ_PRIVATE_DATA_SIZE;
-        boolean afIb = bl.ibListens.isEmpty() || bl.owners.isEmpty() ? false : bl.owners.getFirst().src instanceof IbSocketAddress;
-        InetAddress peerIp;
-        InetAddress ourIp;
-        int peerPort;
-        int offset;
-        if (afIb) {
-            offset = 0;
-            peerIp = r.sgid().toInetAddress();
-            ourIp = r.dgid().toInetAddress();
-            peerPort = 0;
-        } else {
-            CmaHeader h = CmaHeader.parse(m, pdOff);
-            if (h == null) {
-                r.port().cm.count(CmCounter.CM_DROP_MALFORMED);
-                return -Errno.EINVAL.value(); // cma_save_ip_info fails: REJ 28
-            }
-            offset = CmaHeader.SIZE;
-            peerIp = h.src();
-            ourIp = h.dst();
-            peerPort = h.srcPort();
-        }
-        // cma_find_listener / cma_match_private_data: the listener's address, the device
-        UserCmId l = null;
-        for (UserCmId cand : bl.owners) {
-            if (cand.state != State.LISTEN || cand.port != null && cand.port != r.port()) {
-                continue;
-            }
-            InetAddress lip = ipOf(cand.src);
-            if (lip == null) {
-                boolean v6any = cand.src instanceof InetSocketAddress i && i.getAddress() instanceof Inet6Address;
-                boolean peerV4 = ourIp instanceof Inet4Address;
-                if (!afIb && peerV4 && v6any && cand.afonly == 1) {
-                    continue;
-                }
-                if (!afIb && !peerV4 && !v6any) {
-                    continue; // an IPv4 wildcard does not take IPv6 requests
-                }
-                l = cand;
-                break;
-            }
-            if (RdmaCmAddresses.same(lip, ourIp)) {
-                l = cand;
-                break;
-            }
-        }
-        if (l == null) {
-            return -Errno.ECONNREFUSED.value();
-        }
-        // cma_ib_check_req_qp_type
-        QpType reqType = sidr ? QpType.UD : ibId.qpType;
-        if (l.qpType != reqType) {
-            return -Errno.EINVAL.value();
-        }
-        // validate_net_dev / cma_validate_port: the address the request is for must be a GID of the port it came in on
-        if (!r.port().owns(ourIp) || ourIp.isLoopbackAddress() && !r.port().owns(ourIp)) {
-            return -Errno.EHOSTUNREACH.value();
-        }
-        UserCmId conn = new UserCmId(l.cm, null, l.ps, reqType, l);
-        conn.state = State.CONNECT;
-        conn.port = r.port();
-        int ourPort = (int) (bl.serviceId & 0xFFFF);
-        conn.src = afIb ? new IbSocketAddress(Gid.ofInetAddress(ourIp), bl.serviceId) : new InetSocketAddress(ourIp, ourPort);
-        conn.dst = afIb ? new IbSocketAddress(r.sgid(), 0) : new InetSocketAddress(peerIp, peerPort);
-        conn.ib = ibId;
-        conn.tos = l.tos;
-        conn.tosSet = l.tosSet;
-        conn.ackTimeout = l.ackTimeout;
-        conn.ackTimeoutSet = l.ackTimeoutSet;
-        ibId.context = conn;
-        byte[] pd = Mad.slice(m, pdOff + offset, pdLen - offset);
-        CmEventInfo info;
-        if (sidr) {
-            ibId.handler = UserCmId::ibHandler;
-            info = new CmEventInfo(CmEventType.CONNECT_REQUEST, 0, pd, null, null, null);
-        } else {
-            ibId.handler = UserCmId::ibHandler;
-            conn.path = new PathRec(r.dgid(), ibId.av.dgid(), ibId.av.hopLimit(), ibId.av.trafficClass(),
-                    ibId.av.flowLabel(), ibId.pkey, ibId.av.sl(), ibId.pathMtu, Math.max(0, ibId.avTimeout - 1));
-            ConnParam p = new ConnParam().responderResources(ibId.responderResources).initiatorDepth(ibId.initiatorDepth)
-                    .flowControl(Mad.bits(m, CmMsg.REQ_BYTE67, 0, 1) == 1).retryCount(ibId.retryCount)
-                    .rnrRetryCount(ibId.rnrRetryCount).srq(Mad.bits(m, CmMsg.REQ_BYTE75, 3, 1) == 1)
-                    .qpNum(ibId.remoteQpn);
-            conn.reqResponderResources = ibId.responderResources;
-            conn.reqInitiatorDepth = ibId.initiatorDepth;
-            info = new CmEventInfo(CmEventType.CONNECT_REQUEST, 0, pd, p, null, null);
-        }
-        cm(l).ids.add(conn);
-        CmEventSink s = l.sink.connectRequest(conn, info);
-        if (s == null) {
-            cm(l).ids.remove(conn);
-            conn.state = State.DESTROYING;
-            ibId.context = null;
-            cm(l).count(CmCounter.CM_BACKLOG_DROPS);
-            return -Errno.ENOMEM.value();
-        }
-        conn.sink = s;
-        conn.recordEvent(info);
-        if (!sidr) {
-            // cma_ib_req_handler: the delayed MRA, so that a duplicate REQ is answered with an MRA
-            l.cm.ibcm.sendMra(ibId, IbCm.MRA_FLAG_DELAY | CmMsg.CMA_CM_MRA_SETTING, null);
-        }
-        return 0;
-    }
-
-    private static UserCm cm(UserCmId id) {
-        return id.cm;
     }
 
     // ------------------------------------------------------------------ address and route
@@ -590,7 +464,7 @@ final class UserCmId implements CmIdSpi {
     }
 
     /** librdmacm's {@code ucma_modify_qp_rtr}: INIT again with the CM's values, then RTR. */
-    private void modifyRtr(int respRes) {
+    void modifyRtr(int respRes) {
         QpAttributes init = initQpAttrLocked(QpState.INIT);
         qp.modify(init);
         QpAttributes rtr = initQpAttrLocked(QpState.RTR);
@@ -601,7 +475,7 @@ final class UserCmId implements CmIdSpi {
     }
 
     /** librdmacm's {@code ucma_modify_qp_rts}. */
-    private void modifyRts(int initDepth) {
+    void modifyRts(int initDepth) {
         QpAttributes rts = initQpAttrLocked(QpState.RTS);
         if (initDepth != ConnParam.MAX_DEPTH) {
             rts.maxRdAtomic(initDepth);
@@ -609,7 +483,7 @@ final class UserCmId implements CmIdSpi {
         qp.modify(rts);
     }
 
-    private void modifyErr() {
+    void modifyErr() {
         QueuePair q = qp;
         if (q != null) {
             try {
@@ -644,10 +518,10 @@ final class UserCmId implements CmIdSpi {
             state = State.CONNECT;
             try {
                 if (qpType == QpType.UD) {
-                    ib = cm.ibcm.createId(port, UserCmId::ibHandler, this);
+                    ib = cm.ibcm.createId(port, CmaIbHandler::ibHandler, this);
                     cm.ibcm.sidr.sendReq(ib, path, sid, CmMsg.convertToMs(cmResponseTimeout), maxCmRetries, pd);
                 } else {
-                    ib = cm.ibcm.createId(port, UserCmId::ibHandler, this);
+                    ib = cm.ibcm.createId(port, CmaIbHandler::ibHandler, this);
                     cm.ibcm.sendReq(ib, new IbCm.ReqParam(path, sid, qpNum, qpType, seqNum, resp, init,
                             param.flowControl(), Math.min(7, param.retryCount()), Math.min(7, param.rnrRetryCount()),
                             cmResponseTimeout, cmResponseTimeout, maxCmRetries, srq, pd));
@@ -675,122 +549,6 @@ final class UserCmId implements CmIdSpi {
             throw inval(verb + ": initiator_depth " + p.initiatorDepth() + " exceeds the device's max_qp_init_rd_atom "
                     + port.maxInitRdAtomic + " (use ConnParam.MAX_DEPTH for the maximum)");
         }
-    }
-
-    /**
-     * {@code cma_ib_handler} and {@code cma_sidr_rep_handler}, with librdmacm's handling of the REP when the ID
-     * has a QP ({@code ucma_process_conn_resp}: RTR, RTS, then the RTU).
-     */
-    private static int ibHandler(IbCmId ibId, IbCmEvent e) {
-        if (!(ibId.context instanceof UserCmId id)) {
-            return 0;
-        }
-        return id.onIbEvent(e);
-    }
-
-    private int onIbEvent(IbCmEvent e) {
-        if (e.type() == IbCmEvent.Type.SIDR_REP_RECEIVED || e.type() == IbCmEvent.Type.SIDR_REQ_ERROR) {
-            return onSidrRep(e);
-        }
-        boolean tw = e.type() == IbCmEvent.Type.TIMEWAIT_EXIT;
-        if (!tw && state != State.CONNECT || tw && state != State.DISCONNECT) {
-            return 0;
-        }
-        switch (e.type()) {
-            case REQ_ERROR, REP_ERROR -> post(CmEventInfo.of(CmEventType.UNREACHABLE, -Errno.ETIMEDOUT.value(),
-                    "no answer from the peer after " + maxCmRetries + " retransmissions (is it up? does its firewall"
-                            + " pass UDP 4791?)"));
-            case REP_RECEIVED -> {
-                if (qpType != QpType.UD) {
-                    cm.ibcm.sendMra(ib, IbCm.MRA_FLAG_DELAY | CmMsg.CMA_CM_MRA_SETTING, null);
-                }
-                byte[] m = e.mad();
-                ConnParam p = new ConnParam().responderResources(Mad.get8(m, CmMsg.REP_INITIATOR_DEPTH))
-                        .initiatorDepth(Mad.get8(m, CmMsg.REP_RESPONDER_RESOURCES))
-                        .flowControl(Mad.bits(m, CmMsg.REP_BYTE50, 0, 1) == 1)
-                        .rnrRetryCount(Mad.bits(m, CmMsg.REP_BYTE51, 5, 3))
-                        .srq(Mad.bits(m, CmMsg.REP_BYTE51, 4, 1) == 1).qpNum(Mad.get24(m, CmMsg.REP_LOCAL_QPN));
-                byte[] pd = Mad.slice(m, CmMsg.REP_PRIVATE_DATA, CmMsg.REP_PRIVATE_DATA_SIZE);
-                if (qp == null) {
-                    post(new CmEventInfo(CmEventType.CONNECT_RESPONSE, 0, pd, p, null, null));
-                    return 0;
-                }
-                try {
-                    modifyRtr(ConnParam.MAX_DEPTH);
-                    modifyRts(ConnParam.MAX_DEPTH);
-                    cm.ibcm.sendRtu(ib, null);
-                } catch (VerbsException ex) {
-                    // ucma_process_conn_resp: QP to ERR, rdma_reject, CONNECT_ERROR with the error
-                    modifyErr();
-                    try {
-                        cm.ibcm.sendRej(ib, 28, null, null);
-                    } catch (VerbsException ignored) {
-                        // nothing left to reject
-                    }
-                    post(new CmEventInfo(CmEventType.CONNECT_ERROR, -ex.errno().value(), pd, p, null,
-                            "moving the QP to RTR/RTS failed: " + ex.getMessage()));
-                    return 0;
-                }
-                post(new CmEventInfo(CmEventType.ESTABLISHED, 0, pd, p, null, null));
-            }
-            case RTU_RECEIVED, USER_ESTABLISHED -> post(CmEventInfo.of(CmEventType.ESTABLISHED, 0, null));
-            case DREQ_ERROR, DREQ_RECEIVED, DREP_RECEIVED -> {
-                state = State.DISCONNECT;
-                int status = e.type() == IbCmEvent.Type.DREQ_ERROR ? -Errno.ETIMEDOUT.value() : 0;
-                byte[] pd = e.recv() == null ? null : Mad.slice(e.mad(),
-                        e.type() == IbCmEvent.Type.DREQ_RECEIVED ? CmMsg.DREQ_PRIVATE_DATA : CmMsg.DREP_PRIVATE_DATA,
-                        e.type() == IbCmEvent.Type.DREQ_RECEIVED ? CmMsg.DREQ_PRIVATE_DATA_SIZE : CmMsg.DREP_PRIVATE_DATA_SIZE);
-                post(new CmEventInfo(CmEventType.DISCONNECTED, status, pd, null, null,
-                        status != 0 ? "the peer did not answer the DREQ" : null));
-            }
-            case TIMEWAIT_EXIT -> post(CmEventInfo.of(CmEventType.TIMEWAIT_EXIT, 0, null));
-            case MRA_RECEIVED -> {
-                // ignored by rdma_cm
-            }
-            case REJ_RECEIVED -> {
-                modifyErr();
-                byte[] m = e.mad();
-                int reason = Mad.get16(m, CmMsg.REJ_REASON);
-                var rr = org.rdma4j.verbs.cm.RejectReason.ofValue(reason);
-                post(new CmEventInfo(CmEventType.REJECTED, reason,
-                        Mad.slice(m, CmMsg.REJ_PRIVATE_DATA, CmMsg.REJ_PRIVATE_DATA_SIZE), null, null,
-                        "rejected: " + (rr == null ? "reason " + reason : rr.description())
-                                + (reason == 8 ? " (nobody listens on that port)" : "")));
-            }
-            default -> {
-            }
-        }
-        return 0;
-    }
-
-    /** {@code cma_sidr_rep_handler}. */
-    private int onSidrRep(IbCmEvent e) {
-        if (state != State.CONNECT) {
-            return 0;
-        }
-        if (e.type() == IbCmEvent.Type.SIDR_REQ_ERROR) {
-            post(CmEventInfo.of(CmEventType.UNREACHABLE, -Errno.ETIMEDOUT.value(), "no answer to the SIDR_REQ"));
-            return 0;
-        }
-        byte[] m = e.mad();
-        byte[] pd = Mad.slice(m, CmMsg.SIDR_REP_PRIVATE_DATA, CmMsg.SIDR_REP_PRIVATE_DATA_SIZE);
-        int status = Mad.get8(m, CmMsg.SIDR_REP_STATUS);
-        if (status != CmMsg.SIDR_SUCCESS) {
-            post(new CmEventInfo(CmEventType.UNREACHABLE, status, pd, null, null, "SIDR status " + status
-                    + (status == CmMsg.SIDR_UNSUPPORTED ? " (nobody listens on that port)"
-                    : status == CmMsg.SIDR_REJECT ? " (rejected)" : "")));
-            return 0;
-        }
-        int rqkey = Mad.get32(m, CmMsg.SIDR_REP_QKEY);
-        if (qkey != 0 && qkey != rqkey) {
-            post(CmEventInfo.of(CmEventType.ADDR_ERROR, -Errno.EINVAL.value(), "the peer's Q_Key 0x"
-                    + Integer.toHexString(rqkey) + " differs from this ID's"));
-            return 0;
-        }
-        qkey = rqkey;
-        UdParam ud = new UdParam(ib.av.ahAttributes(), Mad.get24(m, CmMsg.SIDR_REP_QPN), rqkey);
-        post(new CmEventInfo(CmEventType.ESTABLISHED, 0, pd, null, ud, null));
-        return 0;
     }
 
     // ------------------------------------------------------------------ accept / reject / disconnect
@@ -992,3 +750,4 @@ final class UserCmId implements CmIdSpi {
         return "rdma_id{" + ps + " " + state + " " + src + " -> " + dst + '}';
     }
 }
+

@@ -439,46 +439,14 @@ public final class RoceLinks {
 
     /**
      * An address as people write it: dotted IPv4, IPv6 in RFC 5952's short form ({@code fd99::1}, not
-     * {@code fd99:0:0:0:0:0:0:1}), without a scope.
+     * {@code fd99:0:0:0:0:0:0:1}; {@link Inet6Text#ntop}), without a scope.
      *
      * @param a an address
      * @return its text
      */
     public static String text(InetAddress a) {
         byte[] b = a.getAddress();
-        if (b.length != 16) {
-            return a.getHostAddress();
-        }
-        int[] g = new int[8];
-        for (int i = 0; i < 8; i++) {
-            g[i] = (b[2 * i] & 0xFF) << 8 | b[2 * i + 1] & 0xFF;
-        }
-        int bestAt = -1;
-        int bestLen = 1; // RFC 5952 4.2.2: "::" never stands for one group
-        for (int i = 0; i < 8; i++) {
-            int j = i;
-            while (j < 8 && g[j] == 0) {
-                j++;
-            }
-            if (j - i > bestLen) {
-                bestAt = i;
-                bestLen = j - i;
-            }
-            i = Math.max(i, j);
-        }
-        StringBuilder sb = new StringBuilder();
-        for (int i = 0; i < 8; i++) {
-            if (i == bestAt) {
-                sb.append("::");
-                i += bestLen - 1;
-                continue;
-            }
-            if (sb.length() > 0 && sb.charAt(sb.length() - 1) != ':') {
-                sb.append(':');
-            }
-            sb.append(Integer.toHexString(g[i]));
-        }
-        return sb.toString();
+        return b.length != 16 ? a.getHostAddress() : Inet6Text.ntop(b);
     }
 
     private static String in(String source) {

@@ -66,6 +66,8 @@ final class Completer {
     Recovery recovery = Recovery.IDLE;
     Responder peer = Responder.UNKNOWN;
     private int dropsSeen;
+    /** Answers to budgeted resends that showed holding (see {@link #onResponse}): weighed against dropsSeen. */
+    private int holdsSeen;
     /** PSN the current resend started at (comp.psn when it began); meaningful while RESENDING. */
     int resendFrom;
     /**
@@ -77,6 +79,8 @@ final class Completer {
     private boolean resendFromNak;
     /** PSN of the last sequence NAK. */
     private int nakPsn;
+    /** Window, round trip and loss probe against a responder that drops what follows a gap (peer DROPS only). */
+    final LossWindow lossWindow = new LossWindow();
 
     /** An atomic's original value on its way to the requester's SGEs. */
     private final MemorySegment orig = Arena.ofAuto().allocate(8, 8);
@@ -91,7 +95,14 @@ final class Completer {
         psn = 0;
         peer = Responder.UNKNOWN;
         dropsSeen = 0;
+        holdsSeen = 0;
+        lossWindow.reset();
         resetRetryCounters();
+    }
+
+    /** {@return the loss window's state, for test messages} */
+    String window() {
+        return lossWindow.toString();
     }
 
     /** rxe reset_retry_counters: a response made progress, so the retry budget is whole again. */
@@ -146,19 +157,92 @@ final class Completer {
             if (Psn.compare(p.psn, budgetEnd) > 0) {
                 // The ACK that ended a resend acknowledges more than the resend sent: the responder held
                 // what followed the gap. What was sent before the rewind is held or on its way: go on
-                // after it.
-                peer = Responder.HOLDS;
-                if (Psn.compare(qp.requester.highWater, qp.requester.psn) > 0 && outstanding() != null) {
-                    skipTo(qp.requester.highWater);
+                // after it. (A dropping responder answers so too when the NAK was spurious, the packet it named
+                // only late: netem's reorder or duplication. So this is evidence, weighed against the other kind.)
+                holdsSeen++;
+                if (2 * dropsSeen < holdsSeen) {
+                    peer = Responder.HOLDS;
+                    if (Psn.compare(qp.requester.highWater, qp.requester.psn) > 0 && outstanding() != null) {
+                        skipTo(qp.requester.highWater);
+                    }
                 }
-            } else if (peer == Responder.UNKNOWN && Psn.compare(qp.requester.highWater, Psn.add(budgetEnd, 1)) > 0
-                    && ++dropsSeen >= 2) {
-                // More had been sent past the budget before the rewind, and the responder acknowledged only
-                // the resend: it dropped the rest (rxe). From now on resends are go-back-N.
+            } else if (p.psn == from && Psn.compare(qp.requester.highWater, Psn.add(budgetEnd, 1)) > 0
+                    && ++dropsSeen >= 2 && 2 * dropsSeen >= holdsSeen) {
+                // More had been sent past the budget before the rewind, and the responder acknowledged the resend's
+                // first packet only (rxe acknowledges it as it arrives, in sequence): it dropped the rest. From now
+                // on resends are go-back-N. One that holds answers the first packet with how far its held requests
+                // reach, so exactly that packet only when the one after it was lost too; one that drops, at every
+                // real loss: at least a third of the answers (and twice) must say it drops. (An answer in between
+                // shows a second gap inside the budget, and says nothing. Once DROPS, resends are no longer
+                // budgeted, so the decision stays.)
                 peer = Responder.DROPS;
             }
         }
+        if (peer == Responder.DROPS) {
+            long now = qp.fabric.clock.nanoTime();
+            lossWindow.response(psn, now);
+            armProbe(now);
+        } else if (lossWindow.sampling()) {
+            lossWindow.sample(psn, qp.fabric.clock.nanoTime());
+        }
         qp.requester.run();
+    }
+
+    /**
+     * {@return whether the requester times round trips before the peer is known to drop} Only on a path that
+     * segments at an MTU (a wire) and while the peer is not known to hold (our own responder): so that the first
+     * losses against a dropping peer find an estimate, and the in-process path reads no clock for it.
+     */
+    boolean timesRoundTrips() {
+        return peer == Responder.UNKNOWN && qp.payloadMax() != Integer.MAX_VALUE;
+    }
+
+    /**
+     * Arms the loss probe's check if work is outstanding and none is armed (peer DROPS): a responder that drops
+     * what follows a gap answers nothing once its one NAK for the gap is lost, or once the resend lost its first
+     * packet (rxe check_psn: sent_psn_nak stays set), so silence is the only sign.
+     */
+    void armProbe(long nowNs) {
+        long pto = lossWindow.pto(qp.timeout);
+        if (pto > 0 && qp.probeDeadline == 0 && outstanding() != null) {
+            qp.armProbe((lossWindow.lastActivityNs - nowNs > 0 ? lossWindow.lastActivityNs : nowNs) + pto);
+        }
+    }
+
+    /**
+     * The loss probe's check (peer DROPS): after a silence of {@link LossWindow#pto} with packets outstanding, the
+     * requester goes back to comp.psn and sends that one packet again, asking for an ACK (rxe acknowledges a
+     * duplicate with the PSN before the one it expects, duplicate_request, and an in-sequence request with its
+     * own), and sends on only when that answer shows where the responder is: everything it had is acknowledged
+     * and go-back-N goes on from there. A probe is not a retry (retry_cnt is not touched: rxe_comp.c counts only
+     * the retransmit timer's and NAKs' retries); after {@link LossWindow#MAX_PROBES} unanswered ones the retransmit
+     * timer decides as before, so a peer that is gone fails RETRY_EXC_ERR after the same time as with rxe.
+     *
+     * @return whether the requester has something to send now
+     */
+    boolean probeCheck(long nowNs) {
+        if (peer != Responder.DROPS || outstanding() == null) {
+            return false; // disarmed: the next send or response arms it again
+        }
+        long pto = lossWindow.pto(qp.timeout);
+        if (pto == 0) {
+            return false;
+        }
+        long due = lossWindow.lastActivityNs + pto;
+        if (nowNs - due < 0) {
+            qp.armProbe(due);
+            return false;
+        }
+        if (lossWindow.probesUnanswered >= LossWindow.MAX_PROBES) {
+            return false; // the retransmit timer's turn
+        }
+        lossWindow.probesUnanswered++;
+        lossWindow.lastActivityNs = nowNs;
+        qp.count(SoftCounter.LOSS_PROBES);
+        goBackN();
+        lossWindow.probing = true;
+        qp.armProbe(nowNs + lossWindow.pto(qp.timeout));
+        return true;
     }
 
     private void process(Packet p) {
@@ -382,9 +466,23 @@ final class Completer {
      */
     private void sequenceNak(int nakPsn, SendWqe w) {
         this.nakPsn = nakPsn;
+        boolean moved = false;
         if (Psn.compare(nakPsn, psn) > 0 && !w.opcode.isReadOrAtomic()) {
             qp.count(SoftCounter.RCV_SEQ_ERR);
             psn = nakPsn;
+            moved = true;
+        }
+        if (peer == Responder.DROPS && lossWindow.beforeRewind(qp.fabric.clock.nanoTime())) {
+            // A NAK that left the responder before the go-back-N under way reached it (less than a round trip
+            // since it began): about a packet that go-back-N sends again anyway, or has already (a reordered
+            // packet rxe dropped, or a second loss among what it threw away). Restarting from here would send
+            // again what is on its way (rxe acknowledges each such duplicate). It still acknowledges what came
+            // before it; a resend behind its PSN skips ahead.
+            qp.count(SoftCounter.SEQ_NAKS_COVERED);
+            if (moved) {
+                progress();
+            }
+            return;
         }
         if (recovery == Recovery.RESENDING) {
             if (Psn.compare(psn, resendFrom) > 0) {
@@ -431,6 +529,10 @@ final class Completer {
             recovery = Recovery.RESENDING;
             resendFrom = psn;
             resendFromNak = (cause == Cause.SEQ_NAK || cause == Cause.REPEATED_NAK) && psn == nakPsn;
+            if (peer == Responder.DROPS) {
+                lossWindow.retry(cause == Cause.TIMEOUT, Psn.compare(qp.requester.highWater, psn),
+                        qp.fabric.clock.nanoTime());
+            }
             goBackN();
             qp.retransDeadline = 0;
             qp.armRetransmit();
@@ -450,6 +552,7 @@ final class Completer {
             return; // nothing sent, or already rewound and not yet resent
         }
         qp.requester.psn = psn;
+        lossWindow.rewound(); // Karn: a timed packet may be sent again
         if (recovery == Recovery.RESENDING) {
             resendFrom = psn; // the resend's budget counts from where it starts now (an RNR NAK moves it)
         }
@@ -531,5 +634,6 @@ final class Completer {
         }
         qp.reqIdx = i;
         qp.requester.psn = to;
+        lossWindow.rewound();
     }
 }

@@ -3,8 +3,11 @@ package org.rdma4j.soft;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.IdentityHashMap;
 import java.util.Iterator;
 import java.util.List;
+import java.util.Map;
+import java.util.PriorityQueue;
 import java.util.SplittableRandom;
 import java.util.function.Consumer;
 import java.util.function.Predicate;
@@ -32,7 +35,9 @@ import org.rdma4j.common.ManualClock;
  * A fixed {@link #latency latency} can be added to every packet that survives (a wire of that length:
  * packets stay in order, released by the fabric's clock), so that requests and responses are in
  * flight at the same time as on a real link; with it, {@link #jump} reorders as tc-netem's
- * {@code delay D reorder P} does (a packet picked is sent at once, ahead of all still in transit).
+ * {@code delay D reorder P} does (a packet picked is sent at once, ahead of all still in transit), and a
+ * {@link #rate rate} makes each sender's packets leave one after another, as through a bottleneck that
+ * queues them (a receiver slower than its sender, like kernel rxe in the TCG guest of interop/run).
  * Every packet the link keeps beyond the sender's call is a deep copy (payload copied out of the
  * sender's memory at send time, as a wire would carry it). Packets sent while this link is delivering
  * one (an ACK produced by the responder the packet reached, say) are queued and delivered in order
@@ -97,6 +102,8 @@ final class FaultInjectingLink implements Link {
         final boolean release;
         int countdown;
         long dueNs;
+        /** Order of entry among packets due at the same time ({@link #inFlight}). */
+        long seq;
 
         Held(SoftDevice from, Packet p, boolean release) {
             this.from = from;
@@ -122,9 +129,15 @@ final class FaultInjectingLink implements Link {
      * walk must not visit the delayed ones too (thousands, in a long burst on a manual clock that does not move).
      */
     private final List<Held> reordered = new ArrayList<>();
-    /** Packets on the wire when a latency is set, in the order they are delivered. */
-    private final ArrayDeque<Held> inFlight = new ArrayDeque<>();
+    /** Packets on the wire when a latency or a rate is set, by the time they land (then as sent). */
+    private final PriorityQueue<Held> inFlight = new PriorityQueue<>((x, y) -> x.dueNs != y.dueNs
+            ? Long.compare(x.dueNs - y.dueNs, 0) : Long.compare(x.seq, y.seq));
+    private long inFlightSeq;
     private long latencyNs;
+    /** Time each packet takes to leave, per sender ({@link #rate}); 0 for none. */
+    private long perPacketNs;
+    /** Per sender: when its bottleneck is free for the next packet. */
+    private final Map<SoftDevice, long[]> freeAt = new IdentityHashMap<>();
     /** Probability that a packet skips the latency ({@link #jump}). */
     private double jump;
     /** The draws of {@link #jump}: a source of their own, so that they leave the other faults' draws as they were. */
@@ -180,6 +193,21 @@ final class FaultInjectingLink implements Link {
             throw new IllegalArgumentException("latency " + ns + " ns (expected >= 0)");
         }
         latencyNs = ns;
+    }
+
+    /**
+     * Makes each sender's packets that survive the faults leave one every {@code nsPerPacket} of the fabric's
+     * clock, queued behind one another without limit (then the {@link #latency}): a bottleneck, as a slow
+     * receiver is, so that a sender's window turns into queueing delay and a loss costs what the queue holds.
+     * Packets picked by {@link #jump} wait their turn here too, and skip only the latency. Any thread.
+     *
+     * @param nsPerPacket the time per packet, at least 0 (0, the default: none)
+     */
+    synchronized void rate(long nsPerPacket) {
+        if (nsPerPacket < 0) {
+            throw new IllegalArgumentException("rate " + nsPerPacket + " ns per packet (expected >= 0)");
+        }
+        perPacketNs = nsPerPacket;
     }
 
     /**
@@ -341,19 +369,31 @@ final class FaultInjectingLink implements Link {
 
     /** Hands a packet that survived to the next link, now or after the latency. */
     private void deliver(SoftDevice from, Packet p) {
-        if (latencyNs == 0) {
+        if (latencyNs == 0 && perPacketNs == 0) {
             next.send(from, p);
             return;
         }
-        if (jump > 0 && jumpRnd.nextDouble() < jump) {
+        boolean jumps = jump > 0 && jumpRnd.nextDouble() < jump;
+        if (jumps) {
             counts[Fault.REORDERED.ordinal()]++;
-            next.send(from, p); // netem: sent without its delay, ahead of those in transit
-            return;
+            if (perPacketNs == 0) {
+                next.send(from, p); // netem: sent without its delay, ahead of those in transit
+                return;
+            }
         }
         Packet c = copy(from, p);
         if (c != null) {
             Held h = new Held(from, c, true);
-            h.dueNs = fabric.clock.nanoTime() + latencyNs;
+            long now = fabric.clock.nanoTime();
+            long leave = now;
+            if (perPacketNs > 0) {
+                long[] free = freeAt.computeIfAbsent(from, d -> new long[] {now});
+                leave = Math.max(now, free[0]) + perPacketNs;
+                free[0] = leave;
+            }
+            // a packet picked by jump still waits its turn at the bottleneck, then overtakes what is in transit
+            h.dueNs = jumps ? leave : leave + latencyNs;
+            h.seq = inFlightSeq++;
             inFlight.add(h);
         }
     }
@@ -400,6 +440,7 @@ final class FaultInjectingLink implements Link {
         reordered.clear();
         queue.clear();
         inFlight.clear();
+        freeAt.clear();
     }
 
     @Override

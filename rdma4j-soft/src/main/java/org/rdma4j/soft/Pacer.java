@@ -20,8 +20,15 @@ package org.rdma4j.soft;
  * the loss, at least double, at most eight times the gap before), a re-read of what was not sent yet (the peer's
  * timer ran out while a burst waited) halves it, and a calm path narrows it slowly.
  *
- * <p>One per QP; owner only (the QP's executor). The gap starts at {@code -Drdma4j.soft.paceGapUs} (0: a
- * loss-free path runs at full speed and never waits).
+ * <p>What is learnt belongs to the path, not to one QP: the QPs of a device that send to the same destination GID
+ * share one {@link Path} (the device keeps them, {@link SoftDevice#pacePath}), so a QP connected after another
+ * learnt the gap paces its first long READ reply from its first burst instead of overflowing the path once more
+ * (the interop matrix opens a new QP per perftest run: each row's first READ used to cost 5,000-10,000 tap drops).
+ * A QP with no destination yet has a path of its own.
+ *
+ * <p>One per QP; its methods run on the QP's owner (the QP's executor), the shared path's under the path's monitor
+ * (several QPs' owners may pace toward one destination at once; called once per burst, not per packet). The gap
+ * starts at {@code -Drdma4j.soft.paceGapUs} (0: a loss-free path runs at full speed and never waits).
  */
 final class Pacer {
     /** Packets per burst: rxe's RXE_INFLIGHT_SKBS_PER_QP_HIGH (rxe_param.h), {@code -Drdma4j.soft.paceBurst}. */
@@ -37,22 +44,93 @@ final class Pacer {
     /** The gap a QP starts with and never narrows below. */
     static final long FLOOR_NS = Math.clamp(Long.getLong("rdma4j.soft.paceGapUs", 0) * 1000, 0, MAX_GAP_NS);
 
-    private long gapNs = FLOOR_NS;
-    private long calmSince;
-    /** Counts the widenings: a loss of packets sent before the last one says nothing new. */
-    private int epoch;
+    /**
+     * The gap toward one destination, shared by the QPs of a device that send there: widened by a loss any of them
+     * saw, narrowed when one of them had to wait too long or the path stayed calm. Thread-safe (its monitor).
+     */
+    static final class Path {
+        private long gapNs = FLOOR_NS;
+        private long calmSince;
+        /** Counts the widenings: a loss of packets sent before the last one says nothing new. */
+        private int epoch;
+
+        synchronized int epoch() {
+            return epoch;
+        }
+
+        synchronized boolean lost(int sentEpoch, long nowNs, long delivered, long sinceNs) {
+            if (sentEpoch != epoch) {
+                return false;
+            }
+            epoch++;
+            long est = delivered > 0 ? BURST * Math.max(0, nowNs - sinceNs) / delivered : 0;
+            long g = Math.min(est, gapNs == 0 ? FIRST_MAX_NS : 8 * gapNs);
+            gapNs = Math.min(MAX_GAP_NS, Math.max(MIN_GAP_NS, Math.max(g, gapNs * 2)));
+            calmSince = nowNs;
+            return true;
+        }
+
+        synchronized boolean tooSlow() {
+            if (gapNs <= FLOOR_NS) {
+                return false;
+            }
+            gapNs = gapNs / 2 < MIN_GAP_NS ? FLOOR_NS : Math.max(FLOOR_NS, gapNs / 2);
+            return true;
+        }
+
+        synchronized long gap(long nowNs) {
+            if (gapNs > FLOOR_NS) {
+                long calm = nowNs - calmSince;
+                while (calm >= CALM_NS && gapNs > FLOOR_NS) {
+                    gapNs = gapNs < MIN_GAP_NS ? FLOOR_NS : Math.max(FLOOR_NS, gapNs - gapNs / 8);
+                    calm -= CALM_NS;
+                    calmSince += CALM_NS;
+                }
+            }
+            return gapNs;
+        }
+
+        /** {@return the gap as it stands, without the calm's narrowing (tests, toString)} */
+        synchronized long gapNs() {
+            return gapNs;
+        }
+
+        @Override
+        public synchronized String toString() {
+            return "gap=" + gapNs / 1000 + " us, epoch=" + epoch;
+        }
+    }
+
+    /** The path this QP paces on: its destination's (shared) once it has one, else its own. */
+    private Path path = new Path();
+
+    /**
+     * The QP's destination is set (modify with an address vector): from now on it paces on what the device's QPs
+     * learnt of the path there.
+     *
+     * @param shared the device's path toward the destination
+     */
+    void bind(Path shared) {
+        path = shared;
+    }
+
+    /** {@return the path this QP paces on (tests)} */
+    Path path() {
+        return path;
+    }
 
     /** {@return the current epoch, to remember with what is sent now and hand back to {@link #lost}} */
     int epoch() {
-        return epoch;
+        return path.epoch();
     }
 
     /**
-     * The peer lost packets this QP sent in {@code sentEpoch}: the gap widens, once per epoch, so the re-reads of all
-     * the READs a requester had outstanding widen it once. The new gap is what the path took: a burst's worth of
-     * the time per packet it delivered since {@code sinceNs} (that time includes the peer's wait for its timer, so it
-     * errs on the slow side), at least twice the old gap and {@link #MIN_GAP_NS}, at most eight times the old gap
-     * ({@link #FIRST_MAX_NS} from none) and {@link #MAX_GAP_NS}.
+     * The peer lost packets this QP sent in {@code sentEpoch}: the gap widens, once per epoch of the path, so the
+     * re-reads of all the READs a requester had outstanding (on this QP or another toward the same destination)
+     * widen it once. The new gap is what the path took: a burst's worth of the time per packet it delivered since
+     * {@code sinceNs} (that time includes the peer's wait for its timer, so it errs on the slow side), at least
+     * twice the old gap and {@link #MIN_GAP_NS}, at most eight times the old gap ({@link #FIRST_MAX_NS} from none)
+     * and {@link #MAX_GAP_NS}.
      *
      * @param sentEpoch the {@link #epoch} the lost packets were sent in
      * @param nowNs the fabric's clock
@@ -61,15 +139,7 @@ final class Pacer {
      * @return whether the gap widened
      */
     boolean lost(int sentEpoch, long nowNs, long delivered, long sinceNs) {
-        if (sentEpoch != epoch) {
-            return false;
-        }
-        epoch++;
-        long est = delivered > 0 ? BURST * Math.max(0, nowNs - sinceNs) / delivered : 0;
-        long g = Math.min(est, gapNs == 0 ? FIRST_MAX_NS : 8 * gapNs);
-        gapNs = Math.min(MAX_GAP_NS, Math.max(MIN_GAP_NS, Math.max(g, gapNs * 2)));
-        calmSince = nowNs;
-        return true;
+        return path.lost(sentEpoch, nowNs, delivered, sinceNs);
     }
 
     /**
@@ -79,11 +149,7 @@ final class Pacer {
      * @return whether the gap narrowed
      */
     boolean tooSlow() {
-        if (gapNs <= FLOOR_NS) {
-            return false;
-        }
-        gapNs = gapNs / 2 < MIN_GAP_NS ? FLOOR_NS : Math.max(FLOOR_NS, gapNs / 2);
-        return true;
+        return path.tooSlow();
     }
 
     /**
@@ -92,26 +158,19 @@ final class Pacer {
      * @param nowNs the fabric's clock
      */
     long gap(long nowNs) {
-        if (gapNs > FLOOR_NS) {
-            long calm = nowNs - calmSince;
-            while (calm >= CALM_NS && gapNs > FLOOR_NS) {
-                gapNs = gapNs < MIN_GAP_NS ? FLOOR_NS : Math.max(FLOOR_NS, gapNs - gapNs / 8);
-                calm -= CALM_NS;
-                calmSince += CALM_NS;
-            }
-        }
-        return gapNs;
+        return path.gap(nowNs);
     }
 
-    /** Forgets what was learnt (a QP reset: a new connection may take another path). */
+    /**
+     * A QP reset: it leaves the path it paced on (a new connection may take another, and is bound again when it gets
+     * its destination); what the path learnt stays with the device's other QPs.
+     */
     void reset() {
-        gapNs = FLOOR_NS;
-        calmSince = 0;
-        epoch++;
+        path = new Path();
     }
 
     @Override
     public String toString() {
-        return "Pacer{gap=" + gapNs / 1000 + " us, epoch=" + epoch + '}';
+        return "Pacer{" + path + '}';
     }
 }

@@ -244,8 +244,13 @@ final class Requester {
         if (rc && Psn.compare(psn, Psn.add(qp.completer.psn, SoftQp.MAX_UNACKED_PSNS)) > 0) {
             return false; // rxe wait_psn: the window is full
         }
+        boolean drops = rc && qp.completer.peer == Completer.Responder.DROPS;
+        LossWindow lw = qp.completer.lossWindow;
+        if (drops && !lw.allows(psn, qp.completer.psn)) {
+            return false; // the loss window is full, or a probe waits for its answer
+        }
         boolean budgeted = rc && RESEND_BUDGET > 0 && qp.completer.recovery == Completer.Recovery.RESENDING
-                && qp.completer.peer != Completer.Responder.DROPS;
+                && !drops;
         if (budgeted && Psn.compare(psn, Psn.add(qp.completer.resendFrom, RESEND_BUDGET)) >= 0) {
             // A resend waits after its first packets for a response: a responder that held what followed
             // the gap (ours) then answers for all of it, and the resend continues from there; one that
@@ -369,9 +374,17 @@ final class Requester {
             // lost, the last is answered with the NAK again; a single lost packet cannot stall the resend.
             boolean budgetAsk = budgeted && (p.psn == qp.completer.resendFrom
                     || Psn.compare(psn, Psn.add(qp.completer.resendFrom, RESEND_BUDGET)) >= 0);
-            p.ackReq = want || budgetAsk || ++noackPkts > MAX_PKT_PER_ACK / 2;
+            // Against a responder that drops what follows a gap, every half window asks (else a window below 32
+            // packets would wait for the timer), and so does a probe.
+            int spacing = drops ? Math.min(MAX_PKT_PER_ACK / 2, lw.ackSpacing()) : MAX_PKT_PER_ACK / 2;
+            p.ackReq = want || budgetAsk || ++noackPkts > spacing || drops && lw.probing;
             if (p.ackReq) {
                 noackPkts = 0;
+            }
+            if (drops) {
+                dropsPeerSent(p, lw);
+            } else if (p.ackReq && qp.completer.timesRoundTrips()) {
+                timeRoundTrip(p, lw);
             }
         }
         if (Psn.compare(psn, highWater) > 0) {
@@ -393,6 +406,33 @@ final class Requester {
             qp.completeSend(w, WcStatus.SUCCESS);
         }
         return true;
+    }
+
+    /**
+     * A packet to a responder that drops what follows a gap leaves: it may time a round trip, and it arms the
+     * loss probe (measuring silence from now if nothing was outstanding). One clock read, only when needed.
+     */
+    private void dropsPeerSent(Packet p, LossWindow lw) {
+        boolean empty = Psn.compare(p.psn, qp.completer.psn) <= 0;
+        boolean timed = p.ackReq && lw.wantsSample(p);
+        if (!timed && !empty && qp.probeDeadline != 0) {
+            return;
+        }
+        long now = qp.fabric.clock.nanoTime();
+        if (timed) {
+            lw.ackReqSent(p.psn, now);
+        }
+        if (empty && !lw.probing) {
+            lw.lastActivityNs = now;
+        }
+        qp.completer.armProbe(now);
+    }
+
+    /** Times a round trip, before the completer knows what the responder does with what follows a gap. */
+    private void timeRoundTrip(Packet p, LossWindow lw) {
+        if (lw.wantsSample(p)) {
+            lw.ackReqSent(p.psn, qp.fabric.clock.nanoTime());
+        }
     }
 
     /** Checks the device's read of the next chunk; with the DMA checker, compares the payload checksum. */

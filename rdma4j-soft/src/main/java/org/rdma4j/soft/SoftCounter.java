@@ -104,8 +104,9 @@ public enum SoftCounter {
     /** Re-reads of READ responses already sent that widened the QP's gap between bursts (docs/engine.md, "Pacing"). */
     PACE_SLOWDOWNS,
     /**
-     * Re-reads of READ responses not sent yet (the requester's timer ran out while the reply waited for its gap),
-     * which halved the gap and resumed the reply at once (docs/engine.md, "Pacing").
+     * Paused READ replies resumed before their gap ran out: a re-read of responses not sent yet (the requester's
+     * timer ran out while the reply waited for its gap), which also halved the gap, or half the inbox filled with
+     * requests waiting behind the reply (docs/engine.md, "Pacing").
      */
     PACE_SPEEDUPS,
     /**
@@ -113,7 +114,17 @@ public enum SoftCounter {
      * kept and sent again after a back-off; a refusal that outlasts the back-off loses the packets ({@link
      * #ROCE_TX_ERRORS}).
      */
-    ROCE_TX_REFUSED;
+    ROCE_TX_REFUSED,
+    /**
+     * Loss probes (docs/roce.md, "Loss recovery"): against a responder that drops what follows a gap, a silence of
+     * two round trips with packets outstanding sent the packet at comp.psn again, asking for an ACK; not retries.
+     */
+    LOSS_PROBES,
+    /**
+     * Sequence NAKs that arrived within a round trip of a go-back-N against a responder that drops what follows a
+     * gap: about packets sent before it, which it sends again anyway, so they started no resend.
+     */
+    SEQ_NAKS_COVERED;
 
     /** {@return whether the counter counts dropped packets (each count is a JFR event and a log line)} */
     public boolean isDrop() {

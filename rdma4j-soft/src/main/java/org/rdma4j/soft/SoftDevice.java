@@ -97,6 +97,10 @@ public final class SoftDevice implements Device, GsiAccess {
     private int nextQpn = FIRST_QPN;
     /** Multicast groups joined by QPs of this device (rxe_mcast.c mcg tree): member arrays copied on change. */
     private final java.util.Map<Gid, SoftQp[]> mcgs = new java.util.concurrent.ConcurrentHashMap<>();
+    /** What this device's QPs learnt of the path to each destination GID they were connected to (Pacer). */
+    private final java.util.Map<Gid, Pacer.Path> pacePaths = new java.util.concurrent.ConcurrentHashMap<>();
+    /** Destinations whose pacing is remembered at most; past it, a new destination's QP learns on its own. */
+    static final int MAX_PACE_PATHS = 4096;
     /** Where this device's engine sends packets (see {@link #link(Link)}). */
     volatile Link link;
 
@@ -263,6 +267,22 @@ public final class SoftDevice implements Device, GsiAccess {
     /** Counts events of the device's own (any thread). */
     void count(SoftCounter c, long n) {
         counters.getAndAdd(c.ordinal(), n);
+    }
+
+    /**
+     * {@return the pacing state the device's QPs share toward {@code dgid} (Pacer), made on first use}
+     *
+     * @param dgid a QP's destination GID
+     */
+    Pacer.Path pacePath(Gid dgid) {
+        Pacer.Path p = pacePaths.get(dgid);
+        if (p != null) {
+            return p;
+        }
+        if (pacePaths.size() >= MAX_PACE_PATHS) {
+            return new Pacer.Path(); // bounded: a device connected to very many destinations stops sharing
+        }
+        return pacePaths.computeIfAbsent(dgid, g -> new Pacer.Path());
     }
 
     /** A QP is being destroyed: its counts stay the device's. */

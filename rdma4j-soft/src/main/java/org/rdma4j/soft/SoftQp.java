@@ -100,6 +100,8 @@ final class SoftQp extends SoftResource implements QueuePair {
     volatile boolean timerDue;
     /** When a paused burst resumes (docs/engine.md, "Pacing"); 0 when none waits. Written by the owner. */
     volatile long paceDeadline;
+    /** When the completer checks for a silence worth a loss probe ({@link LossWindow}); 0 when not armed. */
+    volatile long probeDeadline;
     /** The gap between this QP's bursts (owner only). */
     final Pacer pacer = new Pacer();
 
@@ -580,6 +582,15 @@ final class SoftQp extends SoftResource implements QueuePair {
 
     /** The duty cycle (QpExecutor.Work): a READ reply's next burst, inbox, due timers, requester. Owner only. */
     private void dutyCycle() {
+        if (paceDeadline != 0 && responder.replying() && inbox.size() >= INBOX_SLOTS / 2) {
+            // Half the inbox waits behind the paused reply: the peer's requester has been resending what we
+            // hold (its timer ran out), and once the inbox is full even the re-read that would move the reply
+            // is dropped, as are the responses to our own requester that queue behind the waiting requests.
+            // The reply goes on now: the gap protects the path from a burst, not at the price of a livelock
+            // (SoftLossyRcPropertiesTest.seedsThatOnceFailed, -Pslow seeds -1 and -2; docs/engine.md "Pacing").
+            paceDeadline = 0;
+            count(SoftCounter.PACE_SPEEDUPS);
+        }
         if (paceDeadline == 0 && responder.replying()) {
             try {
                 responder.continueReply(); // rxe READ_REPLY: before the requests that wait behind it
@@ -749,6 +760,9 @@ final class SoftQp extends SoftResource implements QueuePair {
         }
         if (a.has(QpAttrMask.AV)) {
             av = a.av().copy();
+            if (av.dgid() != null) {
+                pacer.bind(device.pacePath(av.dgid())); // what the device's QPs learnt of the path there (Pacer)
+            }
             dgid = av.dgid();
             sgid = device.gid(av.sgidIndex());
             peer = fabric.deviceFor(dgid);
@@ -906,6 +920,7 @@ final class SoftQp extends SoftResource implements QueuePair {
         retransDeadline = 0;
         rnrDeadline = 0; // the timer service forgets a QP with no deadline
         paceDeadline = 0;
+        probeDeadline = 0;
         pacer.reset();
         if (rq != null) {
             rq.reset();
@@ -931,6 +946,7 @@ final class SoftQp extends SoftResource implements QueuePair {
         retransDeadline = 0;
         rnrDeadline = 0;
         paceDeadline = 0;
+        probeDeadline = 0;
         responder.dropHeld();
         flushSendQueue();
         if (srq != null) {
@@ -1033,8 +1049,14 @@ final class SoftQp extends SoftResource implements QueuePair {
         fabric.timers.watch(this);
     }
 
+    /** Arms the loss probe's check at {@code deadlineNs} (owner only). */
+    void armProbe(long deadlineNs) {
+        probeDeadline = deadlineNs == 0 ? 1 : deadlineNs;
+        fabric.timers.watch(this);
+    }
+
     boolean hasArmedTimer() {
-        return retransDeadline != 0 || rnrDeadline != 0 || paceDeadline != 0;
+        return retransDeadline != 0 || rnrDeadline != 0 || paceDeadline != 0 || probeDeadline != 0;
     }
 
     long nextDeadline() {
@@ -1047,6 +1069,9 @@ final class SoftQp extends SoftResource implements QueuePair {
         }
         if (paceDeadline != 0 && paceDeadline - d < 0) {
             d = paceDeadline;
+        }
+        if (probeDeadline != 0 && probeDeadline - d < 0) {
+            d = probeDeadline;
         }
         return d;
     }
@@ -1061,6 +1086,12 @@ final class SoftQp extends SoftResource implements QueuePair {
             // rxe rnr_nak_timer: retry from the oldest unacknowledged PSN.
             completer.goBackN();
             requester.run();
+        }
+        if (probeDeadline != 0 && nowNs - probeDeadline >= 0) {
+            probeDeadline = 0;
+            if (completer.probeCheck(nowNs)) {
+                requester.run();
+            }
         }
         if (retransDeadline != 0 && nowNs - retransDeadline >= 0) {
             retransDeadline = 0;
@@ -1417,6 +1448,7 @@ final class SoftQp extends SoftResource implements QueuePair {
             retransDeadline = 0;
             rnrDeadline = 0; // the timer service forgets a closed QP
             paceDeadline = 0;
+            probeDeadline = 0;
             device.removeQp(qpn);
             device.retire(this);
         } finally {

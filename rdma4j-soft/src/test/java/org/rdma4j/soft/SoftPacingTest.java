@@ -154,13 +154,21 @@ class SoftPacingTest {
     }
 
     private SendWorkRequest read(long wrId, long off, int len) {
+        return read(pair, wrId, off, len);
+    }
+
+    private static SendWorkRequest read(LossyPair on, long wrId, long off, int len) {
         return new SendWorkRequest(1).wrId(wrId).opcode(WrOpcode.RDMA_READ).sendFlags(SendFlags.SIGNALED)
-                .singleSge(pair.a.addr(off), len, pair.a.mr.lkey()).remoteAddr(pair.b.addr(off)).rkey(pair.b.mr.rkey());
+                .singleSge(on.a.addr(off), len, on.a.mr.lkey()).remoteAddr(on.b.addr(off)).rkey(on.b.mr.rkey());
     }
 
     private List<WorkCompletion> complete(CompletionQueue cq, int n) {
-        int maxSteps = (int) (200 * pair.timeoutNs() / STEP_NS);
-        List<WorkCompletion> got = pair.collect(new CompletionQueue[] {cq}, new int[] {n}, maxSteps).get(0);
+        return complete(pair, cq, n);
+    }
+
+    private List<WorkCompletion> complete(LossyPair on, CompletionQueue cq, int n) {
+        int maxSteps = (int) (200 * on.timeoutNs() / STEP_NS);
+        List<WorkCompletion> got = on.collect(new CompletionQueue[] {cq}, new int[] {n}, maxSteps).get(0);
         for (WorkCompletion wc : got) {
             assertEquals(WcStatus.SUCCESS, wc.status(), () -> wc + "\n" + pair.describe());
         }
@@ -217,6 +225,50 @@ class SoftPacingTest {
         assertEquals(firstDrops, t.dropped, pair::describe);
         assertEquals(retries, counter(pair.a.dev, SoftCounter.COMPLETER_RETRY_ERR), pair::describe);
         assertTrue(t.largestBurst() <= Pacer.BURST);
+    }
+
+    @Test
+    void aNewQpToTheSameDestinationPacesItsFirstReadWithWhatTheDevicesQpsLearnt() {
+        // The interop matrix's shape: every perftest run connects a new QP over the same path. The first QP's
+        // READ overflows the tap once and learns the gap; a QP connected afterwards between the same two devices
+        // paces its first READ from its first burst (the path's gap is the device's, not the QP's).
+        Tap t = tap(256, 48);
+        assertTrue(pair.a.qp.postSend(read(1, 0, READ)));
+        complete(pair.a.scq, 1);
+        assertSameBytes(0, READ);
+        long firstDrops = t.dropped;
+        assertTrue(firstDrops > 0, "the unpaced first READ overflowed the queue");
+        long retries = counter(pair.a.dev, SoftCounter.COMPLETER_RETRY_ERR);
+        long slowdowns = counter(pair.b.dev, SoftCounter.PACE_SLOWDOWNS);
+        try (LossyPair second = LossyPair.on(pair, pair.cfg)) {
+            assertTrue(second.a.qp.postSend(read(second, 9, 0, READ)));
+            complete(second, second.a.scq, 1);
+            MemorySegment x = second.a.mem.asSlice(0, READ);
+            assertEquals(-1, x.mismatch(second.b.mem.asSlice(0, READ)), second::describe);
+            assertEquals(firstDrops, t.dropped, () -> "the new QP's first READ overflowed the tap\n" + second.describe());
+            assertEquals(retries, counter(pair.a.dev, SoftCounter.COMPLETER_RETRY_ERR), second::describe);
+            assertEquals(slowdowns, counter(pair.b.dev, SoftCounter.PACE_SLOWDOWNS), "nothing new to learn");
+            assertTrue(((SoftQp) second.b.qp).pacer.path() == ((SoftQp) pair.b.qp).pacer.path(),
+                    "B's two QPs toward A share one path");
+        }
+    }
+
+    @Test
+    void aResetQpLeavesThePathsGapToTheOthersAndIsBoundAgainWhenConnected() {
+        Pacer.Path shared = new Pacer.Path();
+        Pacer a = new Pacer();
+        Pacer b = new Pacer();
+        a.bind(shared);
+        b.bind(shared);
+        assertTrue(a.lost(a.epoch(), 1_000_000, 64, 0));
+        assertEquals(a.gap(1_000_000), b.gap(1_000_000), "one gap for both");
+        assertTrue(b.gap(1_000_000) > 0);
+        int e = b.epoch();
+        // a loss of packets sent before that widening (b's READ in flight at the time) widens nothing more
+        assertTrue(!b.lost(e - 1, 1_100_000, 64, 0));
+        a.reset();
+        assertEquals(Pacer.FLOOR_NS, a.gap(1_200_000), "a reset QP starts afresh");
+        assertTrue(b.gap(1_200_000) > Pacer.FLOOR_NS, "the others keep what the path taught");
     }
 
     @Test

@@ -297,7 +297,7 @@ final class CmExamples {
     /**
      * The examples' {@code poll_cqs} loop: polls 8 at a time until {@code count} completions of any status
      * arrived (a flushed receive counts, so a peer that disconnected ends the wait), spinning, then
-     * yielding.
+     * yielding as every tool does ({@link BusyPoll}).
      *
      * @param cq    the CQ
      * @param count how many completions to wait for
@@ -332,12 +332,8 @@ final class CmExamples {
                 }
                 continue;
             }
-            if (++spins < 64) {
-                Thread.onSpinWait();
-                continue;
-            }
-            Thread.yield();
-            if ((spins & 255) == 0) {
+            spins = BusyPoll.idle(spins);
+            if (BusyPoll.yields(spins) && (spins & 255) == 0) {
                 if (stop.stopped()) {
                     return -EINTR;
                 }

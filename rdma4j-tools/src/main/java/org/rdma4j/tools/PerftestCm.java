@@ -334,12 +334,8 @@ final class PerftestCm {
                     throw new IOException("the peer closed the connection (its rdma_cm ID went away) while this side"
                             + " waited for " + what);
                 }
-                if (++spins < 64) {
-                    Thread.onSpinWait();
-                    continue;
-                }
-                Thread.yield();
-                if ((spins & 255) == 0) {
+                spins = BusyPoll.idle(spins);
+                if (BusyPoll.yields(spins) && (spins & 255) == 0) {
                     long now = System.nanoTime();
                     if (stop != null && stop.stopped()) {
                         if (stopSeen == 0) {

@@ -3,6 +3,7 @@ package org.rdma4j.tools;
 
 import java.nio.charset.StandardCharsets;
 
+import org.rdma4j.common.Inet6Text;
 import org.rdma4j.verbs.Gid;
 
 /**
@@ -127,68 +128,15 @@ public record PingPongDest(int lid, int qpn, int psn, Gid gid) {
     }
 
     /**
-     * glibc's {@code inet_ntop(AF_INET6, ...)}, which the pingpong programs use to print GIDs: groups
-     * in lowercase hex without leading zeros, the first longest run of two or more zero groups as
-     * {@code ::}, and an IPv4-mapped ({@code ::ffff:a.b.c.d}) or IPv4-compatible address with a
-     * dotted quad.
+     * glibc's {@code inet_ntop(AF_INET6, ...)}, which the pingpong programs use to print GIDs
+     * ({@link Inet6Text#ntop}): groups in lowercase hex without leading zeros, the first longest run of two or
+     * more zero groups as {@code ::}, and an IPv4-mapped ({@code ::ffff:a.b.c.d}) or IPv4-compatible address
+     * with a dotted quad.
      *
      * @param gid the GID
      * @return e.g. {@code fe80::200:ff:fe00:1}, {@code ::ffff:192.168.1.10}, {@code ::}
      */
     public static String ntop(Gid gid) {
-        int[] w = new int[8];
-        for (int i = 0; i < 4; i++) {
-            w[i] = (int) ((gid.hi() >>> (48 - 16 * i)) & 0xFFFF);
-            w[i + 4] = (int) ((gid.lo() >>> (48 - 16 * i)) & 0xFFFF);
-        }
-        int bestBase = -1;
-        int bestLen = 0;
-        int curBase = -1;
-        int curLen = 0;
-        for (int i = 0; i < 8; i++) {
-            if (w[i] == 0) {
-                if (curBase < 0) {
-                    curBase = i;
-                    curLen = 1;
-                } else {
-                    curLen++;
-                }
-            } else if (curBase >= 0) {
-                if (bestBase < 0 || curLen > bestLen) {
-                    bestBase = curBase;
-                    bestLen = curLen;
-                }
-                curBase = -1;
-            }
-        }
-        if (curBase >= 0 && (bestBase < 0 || curLen > bestLen)) {
-            bestBase = curBase;
-            bestLen = curLen;
-        }
-        if (bestBase >= 0 && bestLen < 2) {
-            bestBase = -1;
-        }
-        StringBuilder sb = new StringBuilder(39);
-        for (int i = 0; i < 8; i++) {
-            if (bestBase >= 0 && i >= bestBase && i < bestBase + bestLen) {
-                if (i == bestBase) {
-                    sb.append(':');
-                }
-                continue;
-            }
-            if (i != 0) {
-                sb.append(':');
-            }
-            if (i == 6 && bestBase == 0 && (bestLen == 6 || (bestLen == 5 && w[5] == 0xFFFF))) {
-                sb.append(w[6] >>> 8).append('.').append(w[6] & 0xFF).append('.').append(w[7] >>> 8).append('.')
-                        .append(w[7] & 0xFF);
-                return sb.toString();
-            }
-            sb.append(Integer.toHexString(w[i]));
-        }
-        if (bestBase >= 0 && bestBase + bestLen == 8) {
-            sb.append(':');
-        }
-        return sb.toString();
+        return Inet6Text.ntop(gid.toBytes());
     }
 }

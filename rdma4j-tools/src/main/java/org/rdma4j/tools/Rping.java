@@ -2,35 +2,19 @@
 package org.rdma4j.tools;
 
 import java.io.PrintStream;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
-import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.concurrent.Semaphore;
-import java.util.concurrent.TimeUnit;
 
-import org.rdma4j.verbs.AccessFlag;
-import org.rdma4j.verbs.CompletionChannel;
-import org.rdma4j.verbs.CompletionQueue;
-import org.rdma4j.verbs.MemoryRegion;
-import org.rdma4j.verbs.ProtectionDomain;
-import org.rdma4j.verbs.QpAttributes;
-import org.rdma4j.verbs.QpCapabilities;
-import org.rdma4j.verbs.QpInitAttributes;
 import org.rdma4j.verbs.QpState;
-import org.rdma4j.verbs.QpType;
-import org.rdma4j.verbs.QueuePair;
-import org.rdma4j.verbs.RecvWorkRequest;
 import org.rdma4j.verbs.SendFlags;
 import org.rdma4j.verbs.SendWorkRequest;
 import org.rdma4j.verbs.VerbsException;
-import org.rdma4j.verbs.WcStatus;
-import org.rdma4j.verbs.WorkCompletion;
 import org.rdma4j.verbs.WrOpcode;
 import org.rdma4j.verbs.cm.CmEvent;
 import org.rdma4j.verbs.cm.CmEventChannel;
@@ -45,6 +29,9 @@ import org.rdma4j.verbs.cm.RdmaCm;
  * Linux's rping in either role. Per ping: the client SENDs its start buffer's address; the server RDMA READs
  * it, SENDs a go-ahead; the client SENDs its sink buffer's address; the server RDMA WRITEs the data back and
  * SENDs a go-ahead; the client compares ({@code -V}) and prints ({@code -v}).
+ *
+ * <p>This class holds the options, the CM event thread and the server's and client's test loops; a connection's
+ * resources and its CQ thread are its control block, {@code RpingCb}.
  */
 public final class Rping {
     /** rping's states ({@code enum test_state}), with its numbers: they appear in its error messages. */
@@ -68,7 +55,6 @@ public final class Rping {
      * builds it (seen in the VM: "valid range is 23 to 65536"; stringify gives "INT_MAX", 8 bytes).
      */
     static final int MIN_BUFSIZE = 8 + 15;
-    private static final int INFO = 16;
 
     private boolean server;
     private boolean serverSet;
@@ -76,15 +62,15 @@ public final class Rping {
     private InetAddress source;
     private int port = 7174;
     private int count;
-    private int size = 64;
+    int size = 64;
     private boolean verbose;
     private boolean validate;
     private boolean debug;
     private boolean persistent;
-    private boolean selfQp;
+    boolean selfQp;
     private final PrintStream out;
-    private final PrintStream err;
-    private final StopSignal stop;
+    final PrintStream err;
+    final StopSignal stop;
     private final RdmaCm cm;
 
     private Rping(RdmaCm cm, PrintStream out, PrintStream err, StopSignal stop) {
@@ -126,7 +112,7 @@ public final class Rping {
         return r.run();
     }
 
-    private void debug(String fmt, Object... a) {
+    void debug(String fmt, Object... a) {
         if (debug) {
             out.printf(fmt, a);
         }
@@ -253,235 +239,13 @@ public final class Rping {
         out.print("\t-q\t\tuse self-created, self-modified QP\n");
     }
 
-    // ------------------------------------------------------------------ one connection (struct rping_cb)
-
-    /** The control block of one connection. */
-    private final class Cb implements AutoCloseable {
-        final boolean isServer;
-        final CmId id;
-        final Arena arena = Arena.ofShared();
-        final Semaphore sem = new Semaphore(0);
-        volatile State state = State.IDLE;
-        ProtectionDomain pd;
-        CompletionChannel channel;
-        CompletionQueue cq;
-        QueuePair qp;
-        MemoryRegion recvMr;
-        MemoryRegion sendMr;
-        MemoryRegion rdmaMr;
-        MemoryRegion startMr;
-        int remoteRkey;
-        long remoteAddr;
-        int remoteLen;
-        Thread cqThread;
-        volatile boolean cqStop;
-
-        Cb(boolean isServer, CmId id) {
-            this.isServer = isServer;
-            this.id = id;
-        }
-
-        void setupQp() {
-            pd = id.context().allocPd();
-            debug("created pd %s\n", pd);
-            channel = id.context().createCompChannel();
-            debug("created channel %s\n", channel);
-            cq = id.context().createCq(SQ_DEPTH * 2, channel, 0);
-            debug("created cq %s\n", cq);
-            cq.reqNotify(false);
-            QpInitAttributes init = new QpInitAttributes().type(QpType.RC).sendCq(cq).recvCq(cq)
-                    .cap(new QpCapabilities(SQ_DEPTH, 2, 1, 1, 0));
-            if (selfQp) {
-                qp = pd.createQp(init);
-                qp.modify(new QpAttributes().state(QpState.INIT).pkeyIndex(0).port(id.portNum()).accessFlags(0));
-            } else {
-                qp = id.createQp(pd, init);
-            }
-            debug("created qp %s\n", qp);
-        }
-
-        void setupBuffers() {
-            recvMr = pd.regMr(arena.allocate(INFO, 8), AccessFlag.of(AccessFlag.LOCAL_WRITE));
-            sendMr = pd.regMr(arena.allocate(INFO, 8), AccessFlag.of());
-            rdmaMr = pd.regMr(arena.allocate(size, 8), AccessFlag.of(AccessFlag.LOCAL_WRITE, AccessFlag.REMOTE_READ,
-                    AccessFlag.REMOTE_WRITE));
-            if (!isServer) {
-                startMr = pd.regMr(arena.allocate(size, 8), AccessFlag.of(AccessFlag.LOCAL_WRITE, AccessFlag.REMOTE_READ,
-                        AccessFlag.REMOTE_WRITE));
-            }
-            debug("allocated & registered buffers...\n");
-        }
-
-        boolean postRecv() {
-            return qp.postRecv(new RecvWorkRequest().singleSge(recvMr.address(), INFO, recvMr.lkey()));
-        }
-
-        boolean postSendInfo() {
-            return qp.postSend(new SendWorkRequest().opcode(WrOpcode.SEND).sendFlags(SendFlags.SIGNALED)
-                    .singleSge(sendMr.address(), INFO, sendMr.lkey()));
-        }
-
-        void formatSend(MemoryRegion mr) {
-            MemorySegment s = sendMr.segment();
-            s.set(BE64, 0, mr.address());
-            s.set(BE32, 8, mr.rkey());
-            s.set(BE32, 12, size);
-            debug("RDMA addr %x rkey %x len %d\n", mr.address(), mr.rkey(), size);
-        }
-
-        void startCq() {
-            cqThread = Thread.ofPlatform().daemon().name("rping-cq").start(this::cqLoop);
-        }
-
-        /** cq_thread with rping_cq_event_handler. */
-        private void cqLoop() {
-            WorkCompletion wc = new WorkCompletion();
-            while (!cqStop) {
-                CompletionQueue ev = channel.getCqEvent(Duration.ofMillis(100));
-                if (ev == null) {
-                    continue;
-                }
-                cq.reqNotify(false);
-                int ret = 0;
-                while (cq.poll(wc)) {
-                    if (wc.status() != WcStatus.SUCCESS) {
-                        if (wc.status() == WcStatus.WR_FLUSH_ERR) {
-                            continue;
-                        }
-                        err.printf("cq completion failed status %d\n", wc.status().value());
-                        ret = -1;
-                        break;
-                    }
-                    switch (wc.opcode()) {
-                        case SEND -> debug("send completion\n");
-                        case RDMA_WRITE -> {
-                            debug("rdma write completion\n");
-                            state = State.RDMA_WRITE_COMPLETE;
-                            sem.release();
-                        }
-                        case RDMA_READ -> {
-                            debug("rdma read completion\n");
-                            state = State.RDMA_READ_COMPLETE;
-                            sem.release();
-                        }
-                        case RECV -> {
-                            debug("recv completion\n");
-                            if (wc.byteLen() != INFO) {
-                                err.printf("Received bogus data, size %d\n", wc.byteLen());
-                                err.printf("recv wc error: %d\n", -1);
-                                ret = -1;
-                                break;
-                            }
-                            if (isServer) {
-                                MemorySegment r = recvMr.segment();
-                                remoteRkey = r.get(BE32, 8);
-                                remoteAddr = r.get(BE64, 0);
-                                remoteLen = r.get(BE32, 12);
-                                debug("Received rkey %x addr %x len %d from peer\n", remoteRkey, remoteAddr, remoteLen);
-                                state = state.value <= State.CONNECTED.value || state == State.RDMA_WRITE_COMPLETE
-                                        ? State.RDMA_READ_ADV : State.RDMA_WRITE_ADV;
-                            } else {
-                                state = state == State.RDMA_READ_ADV ? State.RDMA_WRITE_ADV : State.RDMA_WRITE_COMPLETE;
-                            }
-                            if (!postRecv()) {
-                                err.printf("post recv error: %d\n", 12);
-                                ret = -1;
-                                break;
-                            }
-                            sem.release();
-                        }
-                        default -> {
-                            debug("unknown!!!!! completion\n");
-                            ret = -1;
-                        }
-                    }
-                    if (ret != 0) {
-                        break;
-                    }
-                }
-                cq.ackEvents(1);
-                if (ret != 0) {
-                    state = State.ERROR;
-                    sem.release();
-                    return;
-                }
-            }
-        }
-
-        boolean waitSem() {
-            try {
-                while (!sem.tryAcquire(100, TimeUnit.MILLISECONDS)) {
-                    if (stop.stopped()) {
-                        state = State.ERROR;
-                        return false;
-                    }
-                }
-                return true;
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                state = State.ERROR;
-                return false;
-            }
-        }
-
-        void disconnect() {
-            if (selfQp && qp != null) {
-                try {
-                    qp.modify(new QpAttributes().state(QpState.ERR));
-                } catch (VerbsException e) {
-                    return;
-                }
-            }
-            try {
-                id.disconnect();
-            } catch (VerbsException e) {
-                err.println("rdma_disconnect: " + e.getMessage());
-            }
-        }
-
-        @Override
-        public void close() {
-            cqStop = true;
-            if (cqThread != null) {
-                try {
-                    cqThread.join(2_000);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            }
-            for (MemoryRegion m : new MemoryRegion[] {recvMr, sendMr, rdmaMr, startMr}) {
-                if (m != null) {
-                    m.close();
-                }
-            }
-            if (selfQp && qp != null) {
-                qp.close();
-            } else {
-                id.destroyQp();
-            }
-            if (cq != null) {
-                cq.close();
-            }
-            if (channel != null) {
-                channel.close();
-            }
-            if (pd != null) {
-                pd.close();
-            }
-            arena.close();
-        }
-    }
-
-    private static final ValueLayout.OfLong BE64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
-    private static final ValueLayout.OfInt BE32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
-
     // ------------------------------------------------------------------ the CM thread (cm_thread + rping_cma_event_handler)
 
-    private volatile Cb listenCb;
-    private volatile Cb activeCb;
+    private volatile RpingCb listenCb;
+    private volatile RpingCb activeCb;
     private volatile int exitStatus;
     private volatile boolean cmStop;
-    private final java.util.concurrent.ConcurrentHashMap<CmId, Cb> byId = new java.util.concurrent.ConcurrentHashMap<>();
+    private final java.util.concurrent.ConcurrentHashMap<CmId, RpingCb> byId = new java.util.concurrent.ConcurrentHashMap<>();
     private final Semaphore acceptReady = new Semaphore(1);
     private volatile CmId childId;
 
@@ -508,7 +272,7 @@ public final class Rping {
 
     private int handle(CmEvent e) {
         CmId id = e.id();
-        Cb cb = byId.getOrDefault(id, activeCb);
+        RpingCb cb = byId.getOrDefault(id, activeCb);
         boolean parent = id == (server ? listenCb.id : activeCb.id);
         debug("cma_event type %s cma_id %s (%s)\n", e.type().rdmaName(), id, parent ? "parent" : "child");
         switch (e.type()) {
@@ -583,7 +347,7 @@ public final class Rping {
             err.println("rdma_create_id: " + e.getMessage());
             return 1;
         }
-        Cb cb = new Cb(server, id);
+        RpingCb cb = new RpingCb(this, server, id);
         if (server) {
             listenCb = cb;
         } else {
@@ -636,7 +400,7 @@ public final class Rping {
         return new InetSocketAddress(a, port);
     }
 
-    private int bindServer(Cb cb) {
+    private int bindServer(RpingCb cb) {
         try {
             cb.id.bindAddr(sockaddr(addr));
         } catch (VerbsException e) {
@@ -649,7 +413,7 @@ public final class Rping {
         return 0;
     }
 
-    private int runServer(Cb listen) {
+    private int runServer(RpingCb listen) {
         if (bindServer(listen) != 0) {
             return -1;
         }
@@ -657,14 +421,14 @@ public final class Rping {
             err.printf("wait for CONNECT_REQUEST state %d\n", listen.state.value);
             return -1;
         }
-        Cb cb = new Cb(true, childId);
+        RpingCb cb = new RpingCb(this, true, childId);
         byId.put(childId, cb);
         try (cb) {
             return serveOne(cb);
         }
     }
 
-    private int serveOne(Cb cb) {
+    private int serveOne(RpingCb cb) {
         cb.setupQp();
         cb.setupBuffers();
         if (!cb.postRecv()) {
@@ -684,7 +448,7 @@ public final class Rping {
         return ret;
     }
 
-    private int runPersistentServer(Cb listen) {
+    private int runPersistentServer(RpingCb listen) {
         if (bindServer(listen) != 0) {
             return -1;
         }
@@ -696,7 +460,7 @@ public final class Rping {
                 err.printf("wait for CONNECT_REQUEST state %d\n", listen.state.value);
                 return -1;
             }
-            Cb cb = new Cb(true, childId);
+            RpingCb cb = new RpingCb(this, true, childId);
             byId.put(childId, cb);
             acceptReady.release();
             Thread.ofPlatform().daemon().name("rping-server").start(() -> {
@@ -717,7 +481,7 @@ public final class Rping {
         return 0;
     }
 
-    private int accept(Cb cb) {
+    private int accept(RpingCb cb) {
         debug("accepting client connection request\n");
         try {
             if (selfQp) {
@@ -743,7 +507,7 @@ public final class Rping {
      * (5f8867851, in every release since v24, so in the v44.0 of the VM's rdma-core 44). The client connects with
      * it; the server accepts with it under {@code -q} and with NULL (librdmacm's defaults) otherwise.
      */
-    private ConnParam rpingParam(Cb cb) {
+    private ConnParam rpingParam(RpingCb cb) {
         ConnParam p = new ConnParam().responderResources(1).initiatorDepth(1).retryCount(7).rnrRetryCount(7);
         if (selfQp) {
             p.qpNum(cb.qp.qpNum());
@@ -751,13 +515,13 @@ public final class Rping {
         return p;
     }
 
-    private static void selfModify(Cb cb) {
+    private static void selfModify(RpingCb cb) {
         cb.qp.modify(cb.id.initQpAttr(QpState.INIT));
         cb.qp.modify(cb.id.initQpAttr(QpState.RTR));
         cb.qp.modify(cb.id.initQpAttr(QpState.RTS));
     }
 
-    private int testServer(Cb cb) {
+    private int testServer(RpingCb cb) {
         int ret = 0;
         while (true) {
             if (!cb.waitSem() || cb.state != State.RDMA_READ_ADV) {
@@ -827,7 +591,7 @@ public final class Rping {
         return new String(s.asSlice(0, n).toArray(ValueLayout.JAVA_BYTE), StandardCharsets.ISO_8859_1);
     }
 
-    private int runClient(Cb cb) {
+    private int runClient(RpingCb cb) {
         try {
             cb.id.resolveAddr(source == null ? null : new InetSocketAddress(source, 0), sockaddr(addr),
                     Duration.ofMillis(2000));
@@ -861,7 +625,7 @@ public final class Rping {
         }
     }
 
-    private int connectClient(Cb cb) {
+    private int connectClient(RpingCb cb) {
         try {
             cb.id.connect(rpingParam(cb));
         } catch (VerbsException e) {
@@ -885,7 +649,7 @@ public final class Rping {
         return 0;
     }
 
-    private int testClient(Cb cb) {
+    private int testClient(RpingCb cb) {
         int ret = 0;
         int start = 65;
         MemorySegment sb = cb.startMr.segment();
@@ -946,3 +710,4 @@ public final class Rping {
     }
 
 }
+

@@ -6,6 +6,8 @@ import java.net.Inet6Address;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 
+import org.rdma4j.common.Inet6Text;
+
 /**
  * RoCEv2 GIDs: a GID is the port's IP address as 16 bytes (IBA A17.4.5.1). An IPv4 address appears
  * IPv4-mapped, {@code ::ffff:a.b.c.d}, as rxe maps a received IPv4 destination with
@@ -115,49 +117,14 @@ public final class Gids {
 
     /**
      * {@return the text inet_ntop(AF_INET6) gives (RFC 5952: lower-case hex, the longest run of two or more zero
-     * groups as "::"), with {@code ::ffff:a.b.c.d} for IPv4-mapped GIDs, as ibv_rc_pingpong prints GIDs}
+     * groups as "::"), with {@code ::ffff:a.b.c.d} for IPv4-mapped GIDs, as ibv_rc_pingpong prints GIDs
+     * ({@link Inet6Text#ntop})}
      *
      * @param gid 16 bytes
      */
     public static String toString(byte[] gid) {
         check(gid);
-        if (isIpv4Mapped(gid)) {
-            return "::ffff:" + (gid[12] & 0xFF) + "." + (gid[13] & 0xFF) + "." + (gid[14] & 0xFF) + "." + (gid[15] & 0xFF);
-        }
-        int[] g = new int[8];
-        for (int i = 0; i < 8; i++) {
-            g[i] = ((gid[2 * i] & 0xFF) << 8) | (gid[2 * i + 1] & 0xFF);
-        }
-        int bestAt = -1;
-        int bestLen = 1; // a single zero group is not compressed
-        for (int i = 0; i < 8; ) {
-            if (g[i] != 0) {
-                i++;
-                continue;
-            }
-            int j = i;
-            while (j < 8 && g[j] == 0) {
-                j++;
-            }
-            if (j - i > bestLen) {
-                bestAt = i;
-                bestLen = j - i;
-            }
-            i = j;
-        }
-        StringBuilder b = new StringBuilder(39);
-        for (int i = 0; i < 8; i++) {
-            if (i == bestAt) {
-                b.append("::");
-                i += bestLen - 1;
-                continue;
-            }
-            if (b.length() > 0 && b.charAt(b.length() - 1) != ':') {
-                b.append(':');
-            }
-            b.append(Integer.toHexString(g[i]));
-        }
-        return b.toString();
+        return Inet6Text.ntop(gid);
     }
 
     /**

@@ -32,8 +32,8 @@ import org.rdma4j.wire.Roce;
  * every datagram (the peer's GID).</li>
  * </ul>
  *
- * <p>Threads: one sending thread and one receiving thread may use a socket at the same time (each
- * side has its own native scratch). {@link #close()} may be called from any thread: it shuts the
+ * <p>Threads: one sending thread, one receiving thread and one thread waiting in {@link #awaitReadable}
+ * may use a socket at the same time (each has its own native scratch). {@link #close()} may be called from any thread: it shuts the
  * socket down first, which wakes a receiver blocked in {@link #receive} or {@link #awaitReadable},
  * and closes the descriptor only after every call in progress has returned, so a descriptor
  * number is never used after the kernel could reuse it.
@@ -45,9 +45,10 @@ public final class UdpSocket implements AutoCloseable {
     private final boolean ipv6;
     private final SockAddr local;
     private final Arena arena = Arena.ofShared();
-    /** errno capture, one per side so sender and receiver threads never share one. */
+    /** errno capture, one per side so sender, receiver and waiter threads never share one. */
     private final MemorySegment sendState;
     private final MemorySegment recvState;
+    private final MemorySegment pollState;
     private final MemorySegment optState;
     private final MemorySegment addrLen;
     private final MemorySegment pollFd;
@@ -61,6 +62,7 @@ public final class UdpSocket implements AutoCloseable {
         this.ipv6 = ipv6;
         this.sendState = Libc.newCallState(arena);
         this.recvState = Libc.newCallState(arena);
+        this.pollState = Libc.newCallState(arena);
         this.optState = st;
         this.addrLen = arena.allocate(ValueLayout.JAVA_INT);
         this.pollFd = arena.allocate(8, 8);
@@ -694,12 +696,12 @@ public final class UdpSocket implements AutoCloseable {
             pollFd.set(ValueLayout.JAVA_INT, 0, fd);
             pollFd.set(ValueLayout.JAVA_SHORT, 4, Libc.POLLIN);
             pollFd.set(ValueLayout.JAVA_SHORT, 6, (short) 0);
-            int n = Libc.poll(recvState, pollFd, 1, ms);
+            int n = Libc.poll(pollState, pollFd, 1, ms);
             if (n < 0) {
-                if (Libc.errno(recvState) == Errors.EINTR) {
+                if (Libc.errno(pollState) == Errors.EINTR) {
                     return false;
                 }
-                throw Libc.error("poll", recvState, "");
+                throw Libc.error("poll", pollState, "");
             }
             if (handle.isClosed()) {
                 throw new ClosedChannelException();
