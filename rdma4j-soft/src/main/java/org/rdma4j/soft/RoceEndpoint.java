@@ -297,9 +297,9 @@ final class RoceEndpoint implements Runnable {
         } else {
             // The agent found the socket readable, and a poller may hold the lock: wait for it rather than
             // return and poll(2) again at once. A readable socket makes poll return at once, so on a loaded
-            // host, where the holder can be preempted mid-dispatch, the agent span in a hot loop of
+            // host, where the holder can be preempted mid-dispatch, the agent spun in a hot loop of
             // poll(2) and failed tryLocks (about 100 per message in ib_send_lat at load 14-24) on the CPU
-            // the holder needed to finish (docs/benchmarks.md, "RoCE 8 B latency, session 4").
+            // the holder needed to finish (docs/benchmarks.md, "RoCEv2 8 B latency ... (roce-perf, session 4)").
             rxLock.lock();
         }
         try {
