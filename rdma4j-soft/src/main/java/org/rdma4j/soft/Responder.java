@@ -679,9 +679,11 @@ final class Responder {
                 writeResid = p.dmaLen & 0xFFFF_FFFFL;
                 writeLength = p.dmaLen;
                 writeMr(null);
-                // C9-88: a zero-length READ or WRITE needs no valid R_Key.
+                // C9-88: a zero-length READ or WRITE needs no valid R_Key. One that carries payload anyway is a
+                // length error (the packet's payload exceeds the RETH's DMA length): NAK Invalid Request, as for
+                // any WRITE longer than its RETH (rxe returns RESPST_EXECUTE before check_length looks at it).
                 if (writeResid == 0) {
-                    return Err.NONE;
+                    return p.is(Opcodes.M_WRITE) && p.payloadLen > 0 ? Err.LENGTH : Err.NONE;
                 }
             } else if (writeMrSet || writeResid == 0) {
                 return p.payloadLen <= writeResid ? Err.NONE : Err.LENGTH;
@@ -723,7 +725,7 @@ final class Responder {
             if (p.payloadLen > 0) {
                 one.clear();
                 SoftMr mr = writeMr(); // (null, as before, if no region was resolved: never a stale one)
-                if (!one.addMr(mr, writeVa - mr.address, p.payloadLen, DmaSpace.WRITE, piece)
+                if (mr == null || !one.addMr(mr, writeVa - mr.address, p.payloadLen, DmaSpace.WRITE, piece)
                         || !copyIn(p, one, 0)) {
                     return Err.RKEY_VIOLATION;
                 }

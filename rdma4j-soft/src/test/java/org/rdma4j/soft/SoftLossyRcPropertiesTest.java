@@ -286,7 +286,7 @@ class SoftLossyRcPropertiesTest {
                     int k = 1 + r.nextInt(o.len - 1);
                     o.local = new int[][] {{SRC + r.nextInt(SRC_LEN - k), k}, {SRC + r.nextInt(SRC_LEN - (o.len - k)), o.len - k}};
                 } else {
-                    o.local = o.len == 0 ? new int[0][] : new int[][] {{SRC + r.nextInt(SRC_LEN - o.len), o.len}};
+                    o.local = o.len == 0 ? new int[0][] : new int[][] {{SRC + r.nextInt(SRC_LEN - o.len + 1), o.len}};
                 }
                 o.data = new byte[o.len];
                 int pos = 0;

@@ -229,9 +229,9 @@ class SoftPacingTest {
 
     @Test
     void aNewQpToTheSameDestinationPacesItsFirstReadWithWhatTheDevicesQpsLearnt() {
-        // The interop matrix's shape: every perftest run connects a new QP over the same path. The first QP's
-        // READ overflows the tap once and learns the gap; a QP connected afterwards between the same two devices
-        // paces its first READ from its first burst (the path's gap is the device's, not the QP's).
+        // A device's later QPs toward the same peer (perftest -q N, a server's reconnecting clients): the first
+        // QP's READ overflows the tap once and learns the gap; a QP connected afterwards between the same two
+        // devices paces its first READ from its first burst (the path's gap is the device's, not the QP's).
         Tap t = tap(256, 48);
         assertTrue(pair.a.qp.postSend(read(1, 0, READ)));
         complete(pair.a.scq, 1);

@@ -583,4 +583,25 @@ class SoftReliabilityTest {
             assertArrayEquals(bytes(pair.b, SRC + 100 * i, 700), bytes(pair.a, DST + 1000 * i, 700));
         }
     }
+    /**
+     * A WRITE whose RETH says 0 bytes but which carries payload (a hostile or broken peer): a length error, NAK
+     * Invalid Request, the requester completes REM_INV_REQ_ERR; the responder neither touches memory (no region
+     * was resolved: C9-88 needs no R_Key for zero bytes) nor fails with an engine error (it threw a
+     * NullPointerException on its missing region before).
+     */
+    @Test
+    void aZeroLengthWriteThatCarriesPayloadIsALengthErrorNotAnEngineError() {
+        open(LossyPair.Config.of(QpType.RC), FaultInjectingLink.Faults.NONE);
+        pair.link.tap(p -> {
+            if (p.opcode == Opcodes.WRITE_ONLY && p.payloadLen > 0) {
+                p.dmaLen = 0;
+            }
+        });
+        byte[] before = bytes(pair.b, DST, 64);
+        post(pair.a, wr(1, WrOpcode.RDMA_WRITE, pair.a, SRC, 64).remoteAddr(pair.b.addr(DST)).rkey(pair.b.mr.rkey()));
+        WorkCompletion wc = awaitOne(pair.a.scq, 1_000_000, 1_000, null);
+        assertEquals(WcStatus.REM_INV_REQ_ERR, wc.status(), wc::toString);
+        assertEquals(0, pair.b.dev.counter(SoftCounter.ENGINE_ERRORS), pair::describe);
+        assertArrayEquals(before, bytes(pair.b, DST, 64));
+    }
 }
