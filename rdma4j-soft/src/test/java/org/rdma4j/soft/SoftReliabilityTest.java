@@ -76,6 +76,19 @@ class SoftReliabilityTest {
         });
     }
 
+    /** Drops the first packet of each of the given opcodes, once each. */
+    private void dropFirstOf(int... opcodes) {
+        boolean[] dropped = new boolean[opcodes.length];
+        pair.link.dropIf(p -> {
+            for (int i = 0; i < opcodes.length; i++) {
+                if (!dropped[i] && p.opcode == opcodes[i]) {
+                    return dropped[i] = true;
+                }
+            }
+            return false;
+        });
+    }
+
     private static SendWorkRequest wr(long id, WrOpcode op, LossyPair.Side s, long off, int len) {
         return new SendWorkRequest(1).wrId(id).opcode(op).sendFlags(SendFlags.SIGNALED)
                 .singleSge(s.addr(off), len, s.mr.lkey());
@@ -401,16 +414,7 @@ class SoftReliabilityTest {
         int read = Psn.add(send, 1);
         // rping's go-ahead then the next ping's READ: the SEND's ACK and the READ's response are both lost, so
         // A's timer resends the SEND (a duplicate at B) and the READ (a replay).
-        boolean[] dropped = new boolean[2];
-        pair.link.dropIf(p -> {
-            if (!dropped[0] && p.opcode == (Opcodes.RC | Opcodes.ACKNOWLEDGE)) {
-                return dropped[0] = true;
-            }
-            if (!dropped[1] && p.opcode == (Opcodes.RC | Opcodes.READ_RESPONSE_ONLY)) {
-                return dropped[1] = true;
-            }
-            return false;
-        });
+        dropFirstOf(Opcodes.RC | Opcodes.ACKNOWLEDGE, Opcodes.RC | Opcodes.READ_RESPONSE_ONLY);
         pair.b.mem.asSlice(SRC + 4096, 64).fill((byte) 'B');
         postRecv(pair.b, 9, DST, 4096);
         post(pair.a, wr(1, WrOpcode.SEND, pair.a, SRC, 16));
@@ -437,16 +441,7 @@ class SoftReliabilityTest {
         open(cfg, FaultInjectingLink.Faults.NONE);
         int send = cfg.psnA();
         int atomic = Psn.add(send, 1);
-        boolean[] dropped = new boolean[2];
-        pair.link.dropIf(p -> {
-            if (!dropped[0] && p.opcode == (Opcodes.RC | Opcodes.ACKNOWLEDGE)) {
-                return dropped[0] = true;
-            }
-            if (!dropped[1] && p.opcode == (Opcodes.RC | Opcodes.ATOMIC_ACKNOWLEDGE)) {
-                return dropped[1] = true;
-            }
-            return false;
-        });
+        dropFirstOf(Opcodes.RC | Opcodes.ACKNOWLEDGE, Opcodes.RC | Opcodes.ATOMIC_ACKNOWLEDGE);
         pair.b.mem.set(ValueLayout.JAVA_LONG, DST + 64, 40);
         postRecv(pair.b, 9, DST, 64);
         post(pair.a, wr(1, WrOpcode.SEND, pair.a, SRC, 16));
