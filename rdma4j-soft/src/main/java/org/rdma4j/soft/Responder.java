@@ -681,7 +681,7 @@ final class Responder {
                 writeMr(null);
                 // C9-88: a zero-length READ or WRITE needs no valid R_Key. One that carries payload anyway is a
                 // length error (the packet's payload exceeds the RETH's DMA length): NAK Invalid Request, as for
-                // any WRITE longer than its RETH (rxe returns RESPST_EXECUTE before check_length looks at it).
+                // any WRITE longer than its RETH. (What kernel rxe does with such a packet was not checked.)
                 if (writeResid == 0) {
                     return p.is(Opcodes.M_WRITE) && p.payloadLen > 0 ? Err.LENGTH : Err.NONE;
                 }
