@@ -3,10 +3,12 @@ package org.rdma4j.soft;
 
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
+import java.io.BufferedReader;
 import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
+import java.io.InputStreamReader;
 import java.io.UncheckedIOException;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
@@ -14,9 +16,17 @@ import java.nio.channels.Channels;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Deque;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -27,13 +37,31 @@ import java.util.concurrent.locks.ReentrantLock;
  * path, waited for at most {@link #START_TIMEOUT_MS}, and ended by its PID at JVM exit (it also ends by
  * itself when this JVM or the socket goes away). If it dies, the next fabric starts a new one.
  *
- * <p>Calls are serialised: one request and its response at a time ({@link #call}), from any thread.
+ * <p>Calls are serialised: one request and its response at a time ({@link #call}), from any thread. A
+ * response may be preceded by callbacks of the child's object that runs the call
+ * ({@link RemoteProtocol#CALLBACK}), answered by the {@link Callback} registered for that object
+ * ({@link #onCallback}) on the calling thread.
+ *
+ * <p>Every call is bounded by {@link #CALL_TIMEOUT_MS}: a child that does not answer in time gets a thread
+ * dump request (SIGQUIT, printed on its stderr) and is ended by its PID, so the call fails instead of
+ * hanging the test. The child's stderr is copied to this JVM's {@code System.err} line by line (under
+ * Surefire: into the running test's output), and the last lines of it go into the message of a call
+ * that fails because the child died or hung.
  */
 final class RemotePeer {
     /** Bound on the child's start-up (JVM start and connect back). */
     static final long START_TIMEOUT_MS = 30_000;
     /** Size of the shared memory that holds every buffer of a remote test (sparse: touched pages only). */
     static final long SHM_SIZE = 256L << 20;
+    /** Bound on one call (its callbacks included): every op of the protocol answers in milliseconds. */
+    static final long CALL_TIMEOUT_MS = 60_000;
+    /** How many of the child's last stderr lines a failure message carries. */
+    private static final int STDERR_TAIL = 40;
+    private static final ScheduledExecutorService WATCHDOG = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "rdma4j-remote-peer-watchdog");
+        t.setDaemon(true);
+        return t;
+    });
 
     private static RemotePeer shared;
 
@@ -43,7 +71,11 @@ final class RemotePeer {
     private final DataOutputStream out;
     private final ReentrantLock lock = new ReentrantLock();
     private final SharedMemory shm;
+    private final Map<Integer, Callback> callbacks = new ConcurrentHashMap<>();
+    private final ThreadLocal<Boolean> inCallback = ThreadLocal.withInitial(() -> false);
+    private final Deque<String> stderrTail;
     private volatile boolean broken;
+    private volatile String hung;
 
     /** What a call writes after its op and handle. */
     @FunctionalInterface
@@ -57,6 +89,20 @@ final class RemotePeer {
         T read(DataInputStream in) throws IOException;
     }
 
+    /** What answers the callbacks of one object of the child. */
+    @FunctionalInterface
+    interface Callback {
+        /**
+         * Reads a callback's arguments (all of them, before acting), then acts.
+         *
+         * @param kind what the callback is (the object's own numbering)
+         * @param in   the arguments
+         * @return writes the results; run after the arguments are read, its exception is the answer
+         * @throws IOException when the stream fails
+         */
+        Args handle(int kind, DataInputStream in) throws IOException;
+    }
+
     /** @return the running peer, started if there is none or the last one died */
     static synchronized RemotePeer shared() {
         if (shared == null || shared.broken || !shared.process.isAlive()) {
@@ -68,8 +114,10 @@ final class RemotePeer {
         return shared;
     }
 
-    private RemotePeer(Process process, SocketChannel channel, Path shmFile) throws IOException {
+    private RemotePeer(Process process, SocketChannel channel, Path shmFile, Deque<String> stderrTail)
+            throws IOException {
         this.process = process;
+        this.stderrTail = stderrTail;
         this.channel = channel;
         this.in = new DataInputStream(new BufferedInputStream(Channels.newInputStream(channel), 1 << 16));
         this.out = new DataOutputStream(new BufferedOutputStream(Channels.newOutputStream(channel), 1 << 16));
@@ -102,9 +150,10 @@ final class RemotePeer {
             cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), RemotePeerMain.class.getName(),
                     sock.toString(), Long.toString(pid)));
             // Not this JVM's stdout: under surefire that is the fork's channel to Maven. The child prints
-            // nothing there (it sends System.out to stderr); its diagnostics go to our stderr.
+            // nothing there (it sends System.out to stderr); its diagnostics are copied to our System.err.
             p = new ProcessBuilder(cmd).redirectOutput(ProcessBuilder.Redirect.DISCARD)
-                    .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+                    .redirectError(ProcessBuilder.Redirect.PIPE).start();
+            Deque<String> tail = copyStderr(p);
             long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(START_TIMEOUT_MS);
             SocketChannel ch = null;
             while (ch == null) {
@@ -125,7 +174,7 @@ final class RemotePeer {
             }
             ch.configureBlocking(true);
             SharedMemory.createFile(shmFile, SHM_SIZE);
-            RemotePeer peer = new RemotePeer(p, ch, shmFile);
+            RemotePeer peer = new RemotePeer(p, ch, shmFile, tail);
             long childPid = p.pid();
             Runtime.getRuntime().addShutdownHook(new Thread(
                     () -> ProcessHandle.of(childPid).ifPresent(ProcessHandle::destroy), "rdma4j-remote-peer-reaper"));
@@ -148,6 +197,52 @@ final class RemotePeer {
             } catch (IOException ignored) {
                 // temporary files only
             }
+        }
+    }
+
+    /** Copies the child's stderr to System.err as it comes, keeping its last lines for failure messages. */
+    private static Deque<String> copyStderr(Process p) {
+        Deque<String> tail = new ArrayDeque<>();
+        long pid = p.pid();
+        Thread t = new Thread(() -> {
+            try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getErrorStream(),
+                    StandardCharsets.UTF_8))) {
+                for (String line; (line = r.readLine()) != null; ) {
+                    synchronized (tail) {
+                        tail.addLast(line);
+                        if (tail.size() > STDERR_TAIL) {
+                            tail.removeFirst();
+                        }
+                    }
+                    System.err.println("[remote peer " + pid + "] " + line);
+                }
+            } catch (IOException e) {
+                System.err.println("[remote peer " + pid + "] stderr lost: " + e);
+            }
+        }, "rdma4j-remote-peer-stderr-" + pid);
+        t.setDaemon(true);
+        t.start();
+        return tail;
+    }
+
+    /** @return the child's last stderr lines, for a failure message */
+    String stderrTail() {
+        synchronized (stderrTail) {
+            return stderrTail.isEmpty() ? "(nothing on its stderr)" : String.join("\n  ", stderrTail);
+        }
+    }
+
+    /**
+     * Registers what answers the callbacks of one of the child's objects (replacing any before).
+     *
+     * @param target   the object's handle in the child
+     * @param callback the answer, or null to remove it
+     */
+    void onCallback(int target, Callback callback) {
+        if (callback == null) {
+            callbacks.remove(target);
+        } else {
+            callbacks.put(target, callback);
         }
     }
 
@@ -197,6 +292,10 @@ final class RemotePeer {
      * @return the result
      */
     <T> T call(int op, int handle, Args args, Result<T> result) {
+        if (inCallback.get()) {
+            throw new IllegalStateException("remote op " + op + " from inside a callback of the remote peer: the"
+                    + " child is waiting for the callback's answer and cannot serve it");
+        }
         // The request is built first: an argument that cannot be encoded fails here, with nothing sent.
         ByteArrayOutputStream request = new ByteArrayOutputStream(64);
         try {
@@ -214,27 +313,92 @@ final class RemotePeer {
                         + ") broke in an earlier call");
             }
             boolean done = false;
+            ScheduledFuture<?> watch = WATCHDOG.schedule(() -> hang(op), CALL_TIMEOUT_MS, TimeUnit.MILLISECONDS);
             try {
                 request.writeTo(out);
                 out.flush();
-                RemoteProtocol.readStatus(in);
+                byte status = in.readByte();
+                while (status == RemoteProtocol.CALLBACK) {
+                    answerCallback();
+                    status = in.readByte();
+                }
+                RemoteProtocol.readStatus(status, in);
                 T t = result.read(in);
                 done = true;
                 return t;
             } catch (IOException e) {
+                String why = hung != null ? hung : "call " + op + " failed: " + e;
                 throw new IllegalStateException("remote peer (pid " + process.pid() + ", alive="
-                        + process.isAlive() + ") call " + op + " failed: " + e, e);
+                        + process.isAlive() + ") " + why + "; its last stderr lines:\n  " + stderrTail(), e);
             } catch (RuntimeException e) {
                 // An error response was read completely: the stream is still in step.
                 done = true;
                 throw e;
             } finally {
+                watch.cancel(false);
                 if (!done) {
                     broken = true;
+                    // Out of step or dead: end it now, by its PID, rather than at JVM exit.
+                    ProcessHandle.of(process.pid()).ifPresent(ProcessHandle::destroyForcibly);
                 }
             }
         } finally {
             lock.unlock();
+        }
+    }
+
+    /** Reads one callback, runs its handler and writes the answer (OK and results, or the error). */
+    private void answerCallback() throws IOException {
+        int target = in.readInt();
+        int kind = in.readInt();
+        Callback cb = callbacks.get(target);
+        if (cb == null) {
+            // Its arguments cannot be skipped without knowing them: the stream is lost.
+            throw new IOException("callback " + kind + " of remote object " + target + ", which nothing here answers");
+        }
+        Args reply;
+        inCallback.set(true);
+        try {
+            reply = cb.handle(kind, in);
+            ByteArrayOutputStream b = new ByteArrayOutputStream();
+            try {
+                reply.write(new DataOutputStream(b));
+            } catch (RuntimeException e) {
+                RemoteProtocol.writeError(out, e);
+                out.flush();
+                return;
+            }
+            out.writeByte(RemoteProtocol.OK);
+            b.writeTo(out);
+            out.flush();
+        } finally {
+            inCallback.set(false);
+        }
+    }
+
+    /** The watchdog's end of a call that did not come back: a thread dump on the child's stderr, then its end. */
+    private void hang(int op) {
+        hung = "did not answer call " + op + " within " + CALL_TIMEOUT_MS + " ms (ended by the test JVM)";
+        long pid = process.pid();
+        System.err.println("[remote peer " + pid + "] " + hung + "; asking for a thread dump first");
+        try {
+            Process dump = new ProcessBuilder("kill", "-QUIT", Long.toString(pid)).redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+            dump.waitFor(5, TimeUnit.SECONDS);
+        } catch (IOException e) {
+            System.err.println("[remote peer " + pid + "] no thread dump: " + e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        // SIGTERM after SIGQUIT: the child's signal dispatcher prints the dump before it handles the end.
+        ProcessHandle.of(pid).ifPresent(ProcessHandle::destroy);
+        try {
+            if (!process.waitFor(10, TimeUnit.SECONDS)) {
+                ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly);
         }
     }
 

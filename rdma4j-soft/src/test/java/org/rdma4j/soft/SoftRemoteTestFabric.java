@@ -4,6 +4,7 @@ package org.rdma4j.soft;
 import java.io.DataInputStream;
 import java.lang.foreign.Arena;
 import java.net.InetAddress;
+import java.util.ArrayList;
 import java.util.List;
 
 import org.rdma4j.common.ManualClock;
@@ -18,19 +19,30 @@ import org.rdma4j.verbs.PortState;
  * through {@link RemoteVerbs} proxies. Buffers come from memory shared with the child at the same address
  * ({@link #bufferArena()}), and every advance of the test's {@link ManualClock} is forwarded to B's clock
  * before {@code advance} returns, so timer-driven tests mean the same as in one process.
+ *
+ * <p>A module with a CM opens one on device B ({@link #openCm}: the provider runs in the child, the CM API's
+ * front here), and one of its own on {@link #localDevice()}.
  */
-final class SoftRemoteTestFabric implements Fabric {
+@SuppressWarnings("exports") // Fabric is testkit's, on the test class path: this class is shared with other modules' tests
+public final class SoftRemoteTestFabric implements Fabric {
     private final ManualClock clock;
     private final RemotePeer peer;
     private final SoftFabric hostA;
     private final SoftDevice deviceA;
     private final Device deviceB;
+    private final RemoteVerbs verbs;
+    private final List<RemoteCm> cms = new ArrayList<>();
     private final int remoteFabric;
     private final int remoteDevice;
     private final ManualClock.Listener forward;
     private boolean closed;
 
-    SoftRemoteTestFabric(ManualClock clock) {
+    /**
+     * Starts the remote peer if none runs, opens device B in it and device A here.
+     *
+     * @param clock the test's clock; its advances reach device B (and a CM on it) before they return
+     */
+    public SoftRemoteTestFabric(ManualClock clock) {
         this.clock = clock;
         this.peer = RemotePeer.shared();
         int port = SoftRoceTestFabric.freeUdpPort();
@@ -50,7 +62,7 @@ final class SoftRemoteTestFabric implements Fabric {
         });
         this.remoteFabric = handles[0];
         this.remoteDevice = handles[1];
-        RemoteVerbs verbs = new RemoteVerbs(peer);
+        this.verbs = new RemoteVerbs(peer);
         this.deviceB = verbs.device(remoteDevice, name[0], guid[0], name[1]);
         this.hostA = new SoftFabric(clock);
         try {
@@ -70,8 +82,27 @@ final class SoftRemoteTestFabric implements Fabric {
     }
 
     /** @return the child's PID (device B's process) */
-    long remotePid() {
+    public long remotePid() {
         return peer.pid();
+    }
+
+    /** {@return device A, the RoCE device of this JVM (127.0.0.1)} */
+    public SoftDevice localDevice() {
+        return deviceA;
+    }
+
+    /**
+     * Opens a CM on device B in the remote peer, closed with this fabric (before its devices) unless closed
+     * first.
+     *
+     * @param factory a {@link RemoteCmFactory} with a public no-argument constructor, on the class path
+     * @param seed    the CM's seed
+     * @return the provider, to give to {@code RdmaCm.of}
+     */
+    public RemoteCm openCm(Class<? extends RemoteCmFactory> factory, long seed) {
+        RemoteCm cm = new RemoteCm(peer, verbs, remoteFabric, remoteDevice, factory.getName(), seed);
+        cms.add(cm);
+        return cm;
     }
 
     @Override
@@ -120,6 +151,16 @@ final class SoftRemoteTestFabric implements Fabric {
         }
         closed = true;
         clock.removeListener(forward);
+        try {
+            for (RemoteCm cm : cms) {
+                cm.close();
+            }
+        } finally {
+            closeDevices();
+        }
+    }
+
+    private void closeDevices() {
         try {
             hostA.close();
         } finally {
