@@ -5,6 +5,7 @@ import java.lang.foreign.Arena;
 import java.net.InetAddress;
 
 import org.rdma4j.common.ManualClock;
+import org.rdma4j.dma.DmaMode;
 import org.rdma4j.soft.RemoteCm;
 import org.rdma4j.soft.SoftRemoteTestFabric;
 import org.rdma4j.testkit.CmFabric;
@@ -17,7 +18,8 @@ import org.rdma4j.verbs.cm.RdmaCm;
  * ({@link UserCmRemoteFactory}). Host B's CM API front ({@link RdmaCm}) runs here over a {@link RemoteCm}
  * provider, as librdmacm runs over the kernel's CM; its MADs and data meet host A's only as RoCEv2 over UDP
  * between the processes. The test's clock moves both CMs' timers (the child's through the fabric's
- * forwarding), buffers come from memory shared with the child.
+ * forwarding), buffers come from memory shared with the child. Both devices reach memory in the given DMA
+ * mode, each checker's reports failing the fabric's close.
  */
 final class SoftRemoteCmFabric implements CmFabric {
     private final ManualClock clock;
@@ -26,9 +28,13 @@ final class SoftRemoteCmFabric implements CmFabric {
     private final RemoteCm remote;
     private final RdmaCm[] cms;
 
-    SoftRemoteCmFabric(ManualClock clock) {
+    /**
+     * @param clock the test's clock
+     * @param mode  how both devices reach memory (with the DMA checker on, as {@link SoftCmFabric} does)
+     */
+    SoftRemoteCmFabric(ManualClock clock, DmaMode mode) {
         this.clock = clock;
-        this.fabric = new SoftRemoteTestFabric(clock);
+        this.fabric = new SoftRemoteTestFabric(clock, SoftCmFabric.dmaConfig(mode));
         UserCm a = null;
         RemoteCm b = null;
         try {

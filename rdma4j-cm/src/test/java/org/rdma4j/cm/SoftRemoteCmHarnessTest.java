@@ -11,6 +11,7 @@ import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Test;
 import org.rdma4j.common.ManualClock;
+import org.rdma4j.dma.DmaMode;
 import org.rdma4j.soft.RemoteCm;
 import org.rdma4j.verbs.QpType;
 import org.rdma4j.verbs.cm.PortSpace;
@@ -35,7 +36,7 @@ class SoftRemoteCmHarnessTest {
 
     @Test
     void anEventTheFrontCannotTakeFailsTheNextProgress() {
-        try (SoftRemoteCmFabric f = new SoftRemoteCmFabric(new ManualClock())) {
+        try (SoftRemoteCmFabric f = new SoftRemoteCmFabric(new ManualClock(), DmaMode.VIRTUAL)) {
             RemoteCm cm = (RemoteCm) f.cm(1).providers().getFirst();
             CmIdSpi id = cm.createId(REFUSING, PortSpace.TCP, QpType.RC);
             id.resolveAddr(new InetSocketAddress(f.address(1), 0),
@@ -51,7 +52,7 @@ class SoftRemoteCmHarnessTest {
     @Test
     void aChildThatDiesFailsTheNextCallNamingItAndIsReplaced() throws Exception {
         long pid;
-        SoftRemoteCmFabric f = new SoftRemoteCmFabric(new ManualClock());
+        SoftRemoteCmFabric f = new SoftRemoteCmFabric(new ManualClock(), DmaMode.VIRTUAL);
         pid = f.remotePid();
         ProcessHandle child = ProcessHandle.of(pid).orElseThrow();
         child.destroy(); // the child we started, by its PID
@@ -60,7 +61,7 @@ class SoftRemoteCmHarnessTest {
         IllegalStateException e = assertThrows(IllegalStateException.class, cm::progress);
         assertTrue(e.getMessage().contains("pid " + pid) && e.getMessage().contains("stderr"), e.getMessage());
         assertThrows(IllegalStateException.class, f::close, "closing a fabric whose child is gone says so");
-        try (SoftRemoteCmFabric g = new SoftRemoteCmFabric(new ManualClock())) {
+        try (SoftRemoteCmFabric g = new SoftRemoteCmFabric(new ManualClock(), DmaMode.VIRTUAL)) {
             assertTrue(g.remotePid() != pid && ProcessHandle.of(g.remotePid()).map(ProcessHandle::isAlive).orElse(false),
                     "a new child");
             g.progress();

@@ -359,7 +359,12 @@ final class RemotePeer {
         Args reply;
         inCallback.set(true);
         try {
-            reply = cb.handle(kind, in);
+            try {
+                reply = cb.handle(kind, in);
+            } catch (RuntimeException e) {
+                // Failed while reading its arguments: where the next frame starts is unknown.
+                throw new IOException("reading callback " + kind + " of remote object " + target + ": " + e, e);
+            }
             ByteArrayOutputStream b = new ByteArrayOutputStream();
             try {
                 reply.write(new DataOutputStream(b));

@@ -23,6 +23,9 @@ import java.util.List;
 import java.util.Map;
 
 import org.rdma4j.common.ManualClock;
+import org.rdma4j.dma.DmaChecker;
+import org.rdma4j.dma.DmaConfig;
+import org.rdma4j.dma.DmaReport;
 import org.rdma4j.verbs.AddressHandle;
 import org.rdma4j.verbs.AsyncEvent;
 import org.rdma4j.verbs.CompletionChannel;
@@ -54,6 +57,7 @@ public final class RemotePeerMain {
     private final Map<Integer, Object> objects = new HashMap<>();
     private final Map<Integer, SoftFabric> fabrics = new HashMap<>();
     private final Map<Integer, ManualClock> clocks = new HashMap<>();
+    private final Map<Integer, SoftDevice> fabricDevices = new HashMap<>();
     private final Map<Long, AsyncEvent> events = new HashMap<>();
     private final Map<Object, Integer> handles = new IdentityHashMap<>();
     private final RemoteCmServer cm = new RemoteCmServer(this);
@@ -165,10 +169,17 @@ public final class RemotePeerMain {
             case FABRIC_CLOSE -> {
                 SoftFabric f = fabrics.remove(h);
                 clocks.remove(h);
+                SoftDevice dev = fabricDevices.remove(h);
                 yield o -> {
                     cm.fabricClosing(h); // CMs the test JVM left open go before their devices
                     if (f != null) {
                         f.close();
+                    }
+                    DmaChecker checker = dev == null ? null : dev.dma().checker();
+                    List<DmaReport> reports = checker == null ? List.of() : checker.reports();
+                    o.writeInt(reports.size());
+                    for (DmaReport r : reports) {
+                        o.writeUTF(String.valueOf(r));
                     }
                     if (fabrics.isEmpty()) {
                         objects.clear();
@@ -559,12 +570,14 @@ public final class RemotePeerMain {
     private Body fabricOpen() throws IOException {
         long startNs = in.readLong();
         int port = in.readInt();
+        DmaConfig dma = readDma(in);
         return o -> {
             ManualClock clock = new ManualClock(startNs);
             SoftFabric f = new SoftFabric(clock);
             SoftDevice d;
             try {
-                d = f.addRoceDevice("rxe1", new RoceConfig(List.of(InetAddress.ofLiteral("127.0.0.2")), port, null));
+                RoceConfig rc = new RoceConfig(List.of(InetAddress.ofLiteral("127.0.0.2")), port, null);
+                d = dma == null ? f.addRoceDevice("rxe1", rc) : f.addRoceDevice("rxe1", rc, dma);
             } catch (RuntimeException e) {
                 f.close();
                 throw e;
@@ -572,6 +585,7 @@ public final class RemotePeerMain {
             int fh = register(f);
             fabrics.put(fh, f);
             clocks.put(fh, clock);
+            fabricDevices.put(fh, d);
             o.writeInt(fh);
             o.writeInt(register(d));
             o.writeUTF(d.name());

@@ -10,6 +10,8 @@ import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.util.Set;
 
+import org.rdma4j.dma.DmaConfig;
+import org.rdma4j.dma.DmaMode;
 import org.rdma4j.verbs.AccessFlag;
 import org.rdma4j.verbs.AhAttributes;
 import org.rdma4j.verbs.DeviceAttributes;
@@ -67,9 +69,12 @@ final class RemoteProtocol {
     // peer: handle 0
     /** path, size, address → address the child mapped at (the same unless it could not) */
     static final int SHM_MAP = 1;
-    /** startNs, udpPort → fabric handle, device handle, name, guid, providerName */
+    /** startNs, udpPort, DMA config (present, then its fields) → fabric handle, device handle, name, guid, providerName */
     static final int FABRIC_OPEN = 2;
-    /** (fabric handle) → nothing; closes the child's fabric and forgets its objects */
+    /**
+     * (fabric handle) → n, n × report: closes the child's fabric, forgets its objects, and answers with what
+     * its device's DMA checker reported (none without a checker)
+     */
     static final int FABRIC_CLOSE = 3;
     /** (fabric handle) nowNs → nothing; that fabric's clock moves to nowNs and its timers run before the reply */
     static final int ADVANCE = 4;
@@ -508,6 +513,25 @@ final class RemoteProtocol {
     static void readWc(DataInputStream in, WorkCompletion wc) throws IOException {
         wc.set(in.readLong(), readEnum(in, WcStatus.class), readEnum(in, WcOpcode.class), in.readInt(), in.readInt(),
                 in.readInt(), in.readInt(), in.readInt(), in.readInt(), in.readInt());
+    }
+
+    /** Every field of the record; null as absent (the device then follows the child's rdma4j.soft.dma properties). */
+    static void writeDma(DataOutputStream o, DmaConfig d) throws IOException {
+        o.writeBoolean(d != null);
+        if (d != null) {
+            writeEnum(o, d.mode());
+            o.writeLong(d.iommuWindow());
+            o.writeLong(d.bouncePool());
+            o.writeInt(d.addressBits());
+            o.writeBoolean(d.forceBounce());
+            o.writeBoolean(d.bounceRegistrations());
+            o.writeBoolean(d.checker());
+        }
+    }
+
+    static DmaConfig readDma(DataInputStream in) throws IOException {
+        return in.readBoolean() ? new DmaConfig(readEnum(in, DmaMode.class), in.readLong(), in.readLong(), in.readInt(),
+                in.readBoolean(), in.readBoolean(), in.readBoolean()) : null;
     }
 
     static void writeBytes(DataOutputStream o, byte[] b) throws IOException {

@@ -8,6 +8,8 @@ import java.util.ArrayList;
 import java.util.List;
 
 import org.rdma4j.common.ManualClock;
+import org.rdma4j.dma.DmaChecker;
+import org.rdma4j.dma.DmaConfig;
 import org.rdma4j.testkit.Fabric;
 import org.rdma4j.verbs.Device;
 import org.rdma4j.verbs.PortState;
@@ -43,6 +45,18 @@ public final class SoftRemoteTestFabric implements Fabric {
      * @param clock the test's clock; its advances reach device B (and a CM on it) before they return
      */
     public SoftRemoteTestFabric(ManualClock clock) {
+        this(clock, null);
+    }
+
+    /**
+     * Starts the remote peer if none runs, opens device B in it and device A here, both reaching memory as
+     * {@code dma} says. With a checker on, {@link #close()} fails if either device's checker reported misuse.
+     *
+     * @param clock the test's clock; its advances reach device B (and a CM on it) before they return
+     * @param dma   both devices' DMA configuration, or null for the {@code rdma4j.soft.dma} properties (which
+     *              the child gets too)
+     */
+    public SoftRemoteTestFabric(ManualClock clock, DmaConfig dma) {
         this.clock = clock;
         this.peer = RemotePeer.shared();
         int port = SoftRoceTestFabric.freeUdpPort();
@@ -52,6 +66,7 @@ public final class SoftRemoteTestFabric implements Fabric {
         peer.call(RemoteProtocol.FABRIC_OPEN, 0, o -> {
             o.writeLong(clock.nanoTime());
             o.writeInt(port);
+            RemoteProtocol.writeDma(o, dma);
         }, (DataInputStream in) -> {
             handles[0] = in.readInt();
             handles[1] = in.readInt();
@@ -66,11 +81,11 @@ public final class SoftRemoteTestFabric implements Fabric {
         this.deviceB = verbs.device(remoteDevice, name[0], guid[0], name[1]);
         this.hostA = new SoftFabric(clock);
         try {
-            this.deviceA = hostA.addRoceDevice("rxe0",
-                    new RoceConfig(List.of(InetAddress.ofLiteral("127.0.0.1")), port, null));
+            RoceConfig rc = new RoceConfig(List.of(InetAddress.ofLiteral("127.0.0.1")), port, null);
+            this.deviceA = dma == null ? hostA.addRoceDevice("rxe0", rc) : hostA.addRoceDevice("rxe0", rc, dma);
         } catch (RuntimeException e) {
             hostA.close();
-            peer.run(RemoteProtocol.FABRIC_CLOSE, remoteFabric, o -> { });
+            peer.call(RemoteProtocol.FABRIC_CLOSE, remoteFabric, o -> { }, in -> null);
             throw e;
         }
         long now = clock.nanoTime();
@@ -161,11 +176,25 @@ public final class SoftRemoteTestFabric implements Fabric {
     }
 
     private void closeDevices() {
+        List<String> reports = new ArrayList<>();
         try {
             hostA.close();
         } finally {
-            peer.run(RemoteProtocol.FABRIC_CLOSE, remoteFabric, o -> { });
+            peer.call(RemoteProtocol.FABRIC_CLOSE, remoteFabric, o -> { }, in -> {
+                for (int n = in.readInt(); n > 0; n--) {
+                    reports.add("device B: " + in.readUTF());
+                }
+                return null;
+            });
             peer.shm().reset();
+        }
+        DmaChecker checker = deviceA.dma().checker();
+        if (checker != null) {
+            checker.reports().forEach(r -> reports.add("device A: " + r));
+        }
+        if (!reports.isEmpty()) {
+            throw new AssertionError("the DMA checker reported " + reports.size() + " misuse(s); first: "
+                    + reports.getFirst());
         }
     }
 }
