@@ -42,7 +42,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * ({@link RemoteProtocol#CALLBACK}), answered by the {@link Callback} registered for that object
  * ({@link #onCallback}) on the calling thread.
  *
- * <p>Every call is bounded by {@link #CALL_TIMEOUT_MS}: a child that does not answer in time gets a thread
+ * <p>Every call is bounded by {@link #CALL_TIMEOUT_MS} (a peer of its own, {@link #startPrivate}, may have
+ * another bound): a child that does not answer in time gets a thread
  * dump request (SIGQUIT, printed on its stderr) and is ended by its PID, so the call fails instead of
  * hanging the test. The child's stderr is copied to this JVM's {@code System.err} line by line (under
  * Surefire: into the running test's output), and the last lines of it go into the message of a call
@@ -55,8 +56,10 @@ final class RemotePeer {
     static final long SHM_SIZE = 256L << 20;
     /** Bound on one call (its callbacks included): every op of the protocol answers in milliseconds. */
     static final long CALL_TIMEOUT_MS = 60_000;
+    /** Bound on waiting for the rest of a dead child's stderr before a failure message is made. */
+    private static final long STDERR_DRAIN_MS = 5_000;
     /** How many of the child's last stderr lines a failure message carries. */
-    private static final int STDERR_TAIL = 40;
+    private static final int STDERR_TAIL = 200; // a thread dump of the child (about 120 lines) fits
     private static final ScheduledExecutorService WATCHDOG = Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "rdma4j-remote-peer-watchdog");
         t.setDaemon(true);
@@ -74,6 +77,8 @@ final class RemotePeer {
     private final Map<Integer, Callback> callbacks = new ConcurrentHashMap<>();
     private final ThreadLocal<Boolean> inCallback = ThreadLocal.withInitial(() -> false);
     private final Deque<String> stderrTail;
+    private final Thread stderrCopier;
+    private final long callTimeoutMs;
     private volatile boolean broken;
     private volatile String hung;
 
@@ -109,22 +114,40 @@ final class RemotePeer {
             if (shared != null) {
                 shared.destroy();
             }
-            shared = start();
+            shared = start(CALL_TIMEOUT_MS);
         }
         return shared;
     }
 
-    private RemotePeer(Process process, SocketChannel channel, Path shmFile, Deque<String> stderrTail)
+    private RemotePeer(Process process, SocketChannel channel, Path shmFile, StderrCopy stderr, long callTimeoutMs)
             throws IOException {
         this.process = process;
-        this.stderrTail = stderrTail;
+        this.stderrTail = stderr.tail();
+        this.stderrCopier = stderr.thread();
+        this.callTimeoutMs = callTimeoutMs;
         this.channel = channel;
         this.in = new DataInputStream(new BufferedInputStream(Channels.newInputStream(channel), 1 << 16));
         this.out = new DataOutputStream(new BufferedOutputStream(Channels.newOutputStream(channel), 1 << 16));
         this.shm = negotiateSharedMemory(shmFile);
     }
 
-    private static RemotePeer start() {
+    /**
+     * A peer of the caller's own, not the shared one (a test of the harness that breaks it); end it with
+     * {@link #end()}.
+     *
+     * @param callTimeoutMs its bound on one call
+     * @return the running peer
+     */
+    static RemotePeer startPrivate(long callTimeoutMs) {
+        return start(callTimeoutMs);
+    }
+
+    /** Ends the child by its PID and frees the connection and the shared memory. */
+    void end() {
+        destroy();
+    }
+
+    private static RemotePeer start(long callTimeoutMs) {
         long pid = ProcessHandle.current().pid();
         Path dir;
         try {
@@ -140,7 +163,9 @@ final class RemotePeer {
             server.configureBlocking(false);
             String java = ProcessHandle.current().info().command()
                     .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+            // DisplayVMOutputToStderr: the VM's own output (a SIGQUIT thread dump) goes where we read
             List<String> cmd = new ArrayList<>(List.of(java, "-Xss2m", "-Xmx256m", "-XX:+UseSerialGC",
+                    "-XX:+DisplayVMOutputToStderr",
                     "--enable-native-access=ALL-UNNAMED"));
             for (String key : System.getProperties().stringPropertyNames()) {
                 if (key.startsWith("rdma4j.")) {
@@ -153,7 +178,7 @@ final class RemotePeer {
             // nothing there (it sends System.out to stderr); its diagnostics are copied to our System.err.
             p = new ProcessBuilder(cmd).redirectOutput(ProcessBuilder.Redirect.DISCARD)
                     .redirectError(ProcessBuilder.Redirect.PIPE).start();
-            Deque<String> tail = copyStderr(p);
+            StderrCopy tail = copyStderr(p);
             long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(START_TIMEOUT_MS);
             SocketChannel ch = null;
             while (ch == null) {
@@ -174,7 +199,7 @@ final class RemotePeer {
             }
             ch.configureBlocking(true);
             SharedMemory.createFile(shmFile, SHM_SIZE);
-            RemotePeer peer = new RemotePeer(p, ch, shmFile, tail);
+            RemotePeer peer = new RemotePeer(p, ch, shmFile, tail, callTimeoutMs);
             long childPid = p.pid();
             Runtime.getRuntime().addShutdownHook(new Thread(
                     () -> ProcessHandle.of(childPid).ifPresent(ProcessHandle::destroy), "rdma4j-remote-peer-reaper"));
@@ -200,8 +225,12 @@ final class RemotePeer {
         }
     }
 
+    /** The copy of a child's stderr: its last lines, and the thread that copies (it ends at the stream's end). */
+    private record StderrCopy(Deque<String> tail, Thread thread) {
+    }
+
     /** Copies the child's stderr to System.err as it comes, keeping its last lines for failure messages. */
-    private static Deque<String> copyStderr(Process p) {
+    private static StderrCopy copyStderr(Process p) {
         Deque<String> tail = new ArrayDeque<>();
         long pid = p.pid();
         Thread t = new Thread(() -> {
@@ -222,11 +251,21 @@ final class RemotePeer {
         }, "rdma4j-remote-peer-stderr-" + pid);
         t.setDaemon(true);
         t.start();
-        return tail;
+        return new StderrCopy(tail, t);
     }
 
-    /** @return the child's last stderr lines, for a failure message */
+    /**
+     * @return the child's last stderr lines, for a failure message; when the child is dead (or ends within
+     *         the bound), after the copy has read its stderr to the end
+     */
     String stderrTail() {
+        try {
+            if (process.waitFor(STDERR_DRAIN_MS, TimeUnit.MILLISECONDS)) {
+                stderrCopier.join(STDERR_DRAIN_MS);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
         synchronized (stderrTail) {
             return stderrTail.isEmpty() ? "(nothing on its stderr)" : String.join("\n  ", stderrTail);
         }
@@ -313,7 +352,7 @@ final class RemotePeer {
                         + ") broke in an earlier call");
             }
             boolean done = false;
-            ScheduledFuture<?> watch = WATCHDOG.schedule(() -> hang(op), CALL_TIMEOUT_MS, TimeUnit.MILLISECONDS);
+            ScheduledFuture<?> watch = WATCHDOG.schedule(() -> hang(op), callTimeoutMs, TimeUnit.MILLISECONDS);
             try {
                 request.writeTo(out);
                 out.flush();
@@ -327,6 +366,8 @@ final class RemotePeer {
                 done = true;
                 return t;
             } catch (IOException e) {
+                // Out of step or dead: end it (by its PID) before reading the rest of its stderr.
+                ProcessHandle.of(process.pid()).ifPresent(ProcessHandle::destroyForcibly);
                 String why = hung != null ? hung : "call " + op + " failed: " + e;
                 throw new IllegalStateException("remote peer (pid " + process.pid() + ", alive="
                         + process.isAlive() + ") " + why + "; its last stderr lines:\n  " + stderrTail(), e);
@@ -383,7 +424,7 @@ final class RemotePeer {
 
     /** The watchdog's end of a call that did not come back: a thread dump on the child's stderr, then its end. */
     private void hang(int op) {
-        hung = "did not answer call " + op + " within " + CALL_TIMEOUT_MS + " ms (ended by the test JVM)";
+        hung = "did not answer call " + op + " within " + callTimeoutMs + " ms (ended by the test JVM)";
         long pid = process.pid();
         System.err.println("[remote peer " + pid + "] " + hung + "; asking for a thread dump first");
         try {

@@ -21,6 +21,7 @@ import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
 
 import org.rdma4j.common.ManualClock;
 import org.rdma4j.dma.DmaChecker;
@@ -166,6 +167,14 @@ public final class RemotePeerMain {
                 yield o -> { };
             }
             case FABRIC_OPEN -> fabricOpen();
+            case STALL -> o -> {
+                System.err.println("stalling on purpose (STALL): this call never answers");
+                try {
+                    new CountDownLatch(1).await(); // nothing counts it down: a hang, until the test JVM ends us
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            };
             case FABRIC_CLOSE -> {
                 SoftFabric f = fabrics.remove(h);
                 clocks.remove(h);

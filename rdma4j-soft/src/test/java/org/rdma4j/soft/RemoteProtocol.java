@@ -82,6 +82,8 @@ final class RemoteProtocol {
     static final int PORT_STATE = 5;
     /** shm address → nothing; unmaps the shared memory (before a new negotiation) */
     static final int SHM_UNMAP = 6;
+    /** → never answers: a hung child, for the test of the call bound ({@link RemotePeer#CALL_TIMEOUT_MS}) */
+    static final int STALL = 7;
 
     // device
     /** → context handle */
