@@ -248,8 +248,9 @@ public final class UserCm implements CmProvider, AutoCloseable {
                 if (closed) {
                     return;
                 }
-                drainPort(p);
-                pollAwhile(p, idle);
+                if (drainPort(p)) {
+                    pollAwhile(p, idle); // not after a mere timeout: an idle CM does not spin every 200 ms
+                }
                 p.rearm();
                 drainPort(p); // what completed between the drain and the re-arm
             } catch (RuntimeException | Error e) {
