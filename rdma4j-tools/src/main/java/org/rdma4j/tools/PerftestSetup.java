@@ -73,7 +73,8 @@ final class PerftestSetup {
      * -R: the exchange's rdma_cm connection (rdma_client_connect / rdma_server_connect) on the test's port.
      * The client connects from {@code --source_ip}, else from the address of {@code -d}'s device when one
      * was named (under --loopback: always), else from where the host's routing points; the server listens on
-     * {@code --source_ip}, on its device's address under --loopback, else on 0.0.0.0 (as perftest).
+     * {@code --source_ip}, on its device's address under --loopback, else on :: (IPv4 and IPv6 clients), on an
+     * iWARP device 0.0.0.0 (as perftest).
      */
     void connectControl(Device dev) throws IOException {
         org.rdma4j.verbs.cm.RdmaCm cm = org.rdma4j.verbs.cm.RdmaCm.system();
@@ -92,10 +93,16 @@ final class PerftestSetup {
             side.cmSource = src;
         } else {
             // perftest binds 0.0.0.0 (AF_INET only: rdma_cm makes an IPv4 wildcard afonly); "::" takes IPv4
-            // and IPv6 clients alike (afonly 0, as net.ipv6.bindv6only's default), so IPv6 GIDs work too
+            // and IPv6 clients alike (afonly 0, as net.ipv6.bindv6only's default), so IPv6 GIDs work too.
+            // Not on iWARP: siw (6.1) listens on a dual-stack TCP socket and reports an IPv4 client's
+            // connection with its socket's local address, ::ffff:a.b.c.d (siw_cm.c getname_local), which
+            // iw_conn_req_handler cannot translate (cma.c rdma_translate_ip: ipv6_chk_addr finds no such
+            // address), so the kernel rejects every IPv4 client (ECONNRESET) before the listener sees it
+            // (seen in the VM with Linux's ib_write_bw -R against ours on siw0). There, 0.0.0.0 as perftest.
+            boolean iwarp = dev != null && dev.transportType() == org.rdma4j.verbs.TransportType.IWARP;
             java.net.InetAddress bind = o.sourceIp != null ? resolve(o.sourceIp)
                     : o.loopback ? PerftestCm.addressOf(cm, dev.name(), null)
-                    : java.net.InetAddress.ofLiteral("::");
+                    : java.net.InetAddress.ofLiteral(iwarp ? "0.0.0.0" : "::");
             if (bind == null) {
                 throw new RunException(dev.name() + " has no address for rdma_cm (" + cm.addresses() + ")");
             }
