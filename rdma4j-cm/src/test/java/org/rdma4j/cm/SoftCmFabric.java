@@ -53,20 +53,36 @@ final class SoftCmFabric implements CmFabric {
         SoftCmFabric f = new SoftCmFabric(clock, false);
         SoftFabric sf = new SoftFabric(f.timers, segmentAtMtu);
         f.fabrics.add(sf);
-        DmaConfig dma = DmaConfig.virtual().withMode(mode)
-                .withChecker(Boolean.parseBoolean(System.getProperty("rdma4j.soft.test.checker", "true")));
+        DmaConfig dma = dmaConfig(mode);
         f.devices[0] = sf.addDevice("soft0", dma);
         f.devices[1] = sf.addDevice("soft1", dma);
         f.startCms();
         return f;
     }
 
+    /** The suites' DMA configuration of a mode: the checker on unless {@code -Drdma4j.soft.test.checker=false}. */
+    static DmaConfig dmaConfig(DmaMode mode) {
+        return DmaConfig.virtual().withMode(mode)
+                .withChecker(Boolean.parseBoolean(System.getProperty("rdma4j.soft.test.checker", "true")));
+    }
+
     /**
-     * Two RoCE devices on separate fabrics, on 127.0.0.1 and 127.0.0.2.
+     * Two RoCE devices on separate fabrics, on 127.0.0.1 and 127.0.0.2, reaching memory as the
+     * {@code rdma4j.soft.dma} properties say.
      *
      * @param clock the clock of the fabrics and the CMs, or null for real time with CMs on their own threads
      */
     static SoftCmFabric roce(ManualClock clock) {
+        return roce(clock, null);
+    }
+
+    /**
+     * Two RoCE devices on separate fabrics, on 127.0.0.1 and 127.0.0.2.
+     *
+     * @param clock the clock of the fabrics and the CMs, or null for real time with CMs on their own threads
+     * @param mode  how the devices reach memory (checker on), or null for the properties' way
+     */
+    static SoftCmFabric roce(ManualClock clock, DmaMode mode) {
         SoftCmFabric f = new SoftCmFabric(clock, true);
         int port = freeUdpPort();
         f.udpPort = port;
@@ -74,8 +90,10 @@ final class SoftCmFabric implements CmFabric {
         SoftFabric b = new SoftFabric(f.timers);
         f.fabrics.add(a);
         f.fabrics.add(b);
-        f.devices[0] = a.addRoceDevice("rxe0", new RoceConfig(List.of(InetAddress.ofLiteral("127.0.0.1")), port, null));
-        f.devices[1] = b.addRoceDevice("rxe1", new RoceConfig(List.of(InetAddress.ofLiteral("127.0.0.2")), port, null));
+        RoceConfig ra = new RoceConfig(List.of(InetAddress.ofLiteral("127.0.0.1")), port, null);
+        RoceConfig rb = new RoceConfig(List.of(InetAddress.ofLiteral("127.0.0.2")), port, null);
+        f.devices[0] = mode == null ? a.addRoceDevice("rxe0", ra) : a.addRoceDevice("rxe0", ra, dmaConfig(mode));
+        f.devices[1] = mode == null ? b.addRoceDevice("rxe1", rb) : b.addRoceDevice("rxe1", rb, dmaConfig(mode));
         f.startCms();
         return f;
     }

@@ -256,6 +256,14 @@ final class Inbox {
         return ring.isEmpty();
     }
 
+    /**
+     * {@return whether a producer has claimed a slot the consumer has not taken, published or not yet} For a
+     * Dekker with a producer, whose claim (a CAS) is ordered before its later loads where its publish is not.
+     */
+    boolean claimedAny() {
+        return ring.producerPosition() != ring.consumerPosition();
+    }
+
     /** @return the number of packets waiting (a hint) */
     int size() {
         return ring.size();

@@ -251,8 +251,20 @@ final class SoftCq extends SoftResource implements CompletionQueue {
         w[b + 3] = (byteLen & 0xFFFF_FFFFL) | (long) imm << 32;
         w[b + 4] = (qpNum & 0xFFFF_FFFFL) | (long) srcQp << 32;
         r.ring.publish(seq);
+        if (channel == null) {
+            return true; // nothing can arm it
+        }
+        // Dekker with reqNotify, which stores the arm (volatile) and then polls (an acquire load of the slot's
+        // sequence): this stores the sequence and then loads the arm. The publish is a release store, which
+        // neither the JMM nor x86 orders before a later load (the store may wait in this core's store buffer
+        // while the load reads the arm of before), so without the fence both could miss: the poll after arming
+        // finds the CQ empty, this post sees it unarmed, no event is raised, and a thread waiting on the channel
+        // is never told of the completion (issue 15: the event-driven round trip stopped for 10 s;
+        // SoftCqArmRaceTest). With it, one of the two sees the other's store, as rxe's cq_lock orders
+        // rxe_cq_post's producer advance against rxe_req_notify_cq's write of cq->notify.
+        VarHandle.fullFence();
         int a = armed;
-        if (a != ARM_NONE && channel != null && (a == ARM_ANY || solicited || status != WcStatus.SUCCESS)
+        if (a != ARM_NONE && (a == ARM_ANY || solicited || status != WcStatus.SUCCESS)
                 && ARMED.compareAndSet(this, a, ARM_NONE)) {
             channel.push(this); // one event per arm (ibv_req_notify_cq), the waiter woken at once
         }
@@ -347,6 +359,10 @@ final class SoftCq extends SoftResource implements CompletionQueue {
             throw new VerbsException(Errno.EINVAL, "CQ has no completion channel");
         }
         ARMED.setVolatile(this, solicitedOnly ? ARM_SOLICITED : ARM_ANY);
+        // the other half of post's Dekker: the arm is ordered before the caller's next poll, whose empty check is
+        // an acquire load (the JMM orders it after a volatile store only through a fence; on x86 HotSpot ends a
+        // volatile store with one already, so this adds at most a second fence to the arming path)
+        VarHandle.fullFence();
         pollerGone(); // armed: its thread waits for the event, senders run its QPs (the CQE then wakes it)
     }
 

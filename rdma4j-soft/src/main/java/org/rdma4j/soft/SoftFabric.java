@@ -130,7 +130,21 @@ public final class SoftFabric implements AutoCloseable {
      * @throws VerbsException with EADDRNOTAVAIL if a socket cannot be bound
      */
     public SoftDevice addRoceDevice(String name, RoceConfig config) {
-        SoftDevice d = addDevice(name);
+        return addRoceDevice(name, config, DmaConfig.fromProperties(DMA_PROPERTY, System::getProperty));
+    }
+
+    /**
+     * Adds a RoCEv2 device ({@link #addRoceDevice(String, RoceConfig)}) that reaches memory as {@code dma}
+     * says, not as the system properties do.
+     *
+     * @param name   device name, unique on the fabric (e.g. rxe0)
+     * @param config addresses, UDP port, MTU
+     * @param dma    virtual, IOMMU or bounce, checker on or off
+     * @return the device
+     * @throws VerbsException with EADDRNOTAVAIL if a socket cannot be bound
+     */
+    public SoftDevice addRoceDevice(String name, RoceConfig config, DmaConfig dma) {
+        SoftDevice d = addDevice(name, dma);
         try {
             bindRoce(d, config);
         } catch (VerbsException e) {

@@ -150,10 +150,14 @@ final class TimerService implements Agent {
         for (int i = 0; i < handed.size(); ) {
             SoftQp qp = handed.get(i);
             if (qp.closed || qp.inbox.isEmpty()) {
-                // Dekker with handedOver(): the sender publishes into the inbox then reads the flag, this clears
-                // the flag then reads the inbox, so packets left meanwhile are seen by one side or the other
+                // Dekker with handedOver(): the sender claims an inbox slot (a CAS) then reads the flag, this
+                // clears the flag then, behind a fence, reads how many slots were claimed, so a packet left
+                // meanwhile is seen by one side or the other. Not the published slots: the sender's publish is a
+                // release store, which its later read of the flag may overtake, and both sides then missed
+                // (SoftHandedCheckRaceTest); a claimed slot not yet published is looked at again next check
                 qp.handedWatched = false;
-                if (!qp.closed && !qp.inbox.isEmpty() && HANDED_WATCHED.compareAndSet(qp, false, true)) {
+                VarHandle.fullFence();
+                if (!qp.closed && qp.inbox.claimedAny() && HANDED_WATCHED.compareAndSet(qp, false, true)) {
                     i++;
                     continue;
                 }

@@ -21,8 +21,12 @@ import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
 
 import org.rdma4j.common.ManualClock;
+import org.rdma4j.dma.DmaChecker;
+import org.rdma4j.dma.DmaConfig;
+import org.rdma4j.dma.DmaReport;
 import org.rdma4j.verbs.AddressHandle;
 import org.rdma4j.verbs.AsyncEvent;
 import org.rdma4j.verbs.CompletionChannel;
@@ -54,9 +58,12 @@ public final class RemotePeerMain {
     private final Map<Integer, Object> objects = new HashMap<>();
     private final Map<Integer, SoftFabric> fabrics = new HashMap<>();
     private final Map<Integer, ManualClock> clocks = new HashMap<>();
+    private final Map<Integer, SoftDevice> fabricDevices = new HashMap<>();
     private final Map<Long, AsyncEvent> events = new HashMap<>();
     private final Map<Object, Integer> handles = new IdentityHashMap<>();
+    private final RemoteCmServer cm = new RemoteCmServer(this);
     private SharedMemory shm;
+    private volatile Thread serving;
     private int nextHandle = 1;
     private long nextEvent = 1;
 
@@ -95,14 +102,23 @@ public final class RemotePeerMain {
         }
     }
 
-    private int register(Object o) {
+    int register(Object o) {
         int h = nextHandle++;
         objects.put(h, o);
         handles.put(o, h);
         return h;
     }
 
-    private int handleOf(Object o) {
+    /** @return the object's handle, registering it first if the child has none for it (0 for null) */
+    int handleOrRegister(Object o) {
+        if (o == null) {
+            return 0;
+        }
+        Integer h = handles.get(o);
+        return h != null ? h : register(o);
+    }
+
+    int handleOf(Object o) {
         if (o == null) {
             return 0;
         }
@@ -114,7 +130,7 @@ public final class RemotePeerMain {
     }
 
     @SuppressWarnings("unchecked")
-    private <T> T obj(int h, Class<T> type) {
+    <T> T obj(int h, Class<T> type) {
         if (h == 0) {
             return null;
         }
@@ -151,12 +167,28 @@ public final class RemotePeerMain {
                 yield o -> { };
             }
             case FABRIC_OPEN -> fabricOpen();
+            case STALL -> o -> {
+                System.err.println("stalling on purpose (STALL): this call never answers");
+                try {
+                    new CountDownLatch(1).await(); // nothing counts it down: a hang, until the test JVM ends us
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            };
             case FABRIC_CLOSE -> {
                 SoftFabric f = fabrics.remove(h);
                 clocks.remove(h);
+                SoftDevice dev = fabricDevices.remove(h);
                 yield o -> {
+                    cm.fabricClosing(h); // CMs the test JVM left open go before their devices
                     if (f != null) {
                         f.close();
+                    }
+                    DmaChecker checker = dev == null ? null : dev.dma().checker();
+                    List<DmaReport> reports = checker == null ? List.of() : checker.reports();
+                    o.writeInt(reports.size());
+                    for (DmaReport r : reports) {
+                        o.writeUTF(String.valueOf(r));
                     }
                     if (fabrics.isEmpty()) {
                         objects.clear();
@@ -449,14 +481,58 @@ public final class RemotePeerMain {
                 AddressHandle ah = obj(h, AddressHandle.class);
                 yield o -> writeAh(o, ah.attributes());
             }
-            default -> throw new IOException("unknown remote op " + op);
+            default -> {
+                if (op >= CM_OPEN && op < CM_OPEN + 100) {
+                    yield cm.parse(op, h, in);
+                }
+                throw new IOException("unknown remote op " + op);
+            }
         };
+    }
+
+    /** @return the clock of an open fabric (its handle) */
+    ManualClock clock(int fabric) {
+        ManualClock c = clocks.get(fabric);
+        if (c == null) {
+            throw new IllegalStateException("no open remote fabric " + fabric);
+        }
+        return c;
+    }
+
+    /**
+     * A callback to the test JVM from inside the call being served: writes it, then reads the answer.
+     *
+     * @param target the calling object's handle (what the test JVM registered the answer for)
+     * @param kind   the callback
+     * @param args   its arguments
+     * @param result reads the answer's results
+     * @param <T>    result type
+     * @return the result
+     * @throws IOException           when the connection fails
+     * @throws IllegalStateException when no call is being served on this thread (nobody would read it)
+     */
+    <T> T callback(int target, int kind, RemotePeer.Args args, RemotePeer.Result<T> result) throws IOException {
+        if (serving != Thread.currentThread()) {
+            throw new IllegalStateException("callback " + kind + " of object " + target + " on thread "
+                    + Thread.currentThread().getName() + ", outside a call the test JVM made: nothing reads it");
+        }
+        ByteArrayOutputStream b = new ByteArrayOutputStream();
+        DataOutputStream o = new DataOutputStream(b);
+        o.writeInt(target);
+        o.writeInt(kind);
+        args.write(o);
+        out.writeByte(CALLBACK);
+        b.writeTo(out);
+        out.flush();
+        readStatus(in);
+        return result.read(in);
     }
 
     private void respond(Body body) throws IOException {
         // Run the call, buffering its results: on failure nothing of them is sent, only the error.
         ByteArrayOutputStream buf = new ByteArrayOutputStream();
         DataOutputStream o = new DataOutputStream(buf);
+        serving = Thread.currentThread();
         try {
             body.run(o);
         } catch (VerbsException | IllegalArgumentException | IllegalStateException | NullPointerException
@@ -467,6 +543,8 @@ public final class RemotePeerMain {
             e.printStackTrace();
             writeError(out, e);
             return;
+        } finally {
+            serving = null;
         }
         out.writeByte(OK);
         buf.writeTo(out);
@@ -501,12 +579,14 @@ public final class RemotePeerMain {
     private Body fabricOpen() throws IOException {
         long startNs = in.readLong();
         int port = in.readInt();
+        DmaConfig dma = readDma(in);
         return o -> {
             ManualClock clock = new ManualClock(startNs);
             SoftFabric f = new SoftFabric(clock);
             SoftDevice d;
             try {
-                d = f.addRoceDevice("rxe1", new RoceConfig(List.of(InetAddress.ofLiteral("127.0.0.2")), port, null));
+                RoceConfig rc = new RoceConfig(List.of(InetAddress.ofLiteral("127.0.0.2")), port, null);
+                d = dma == null ? f.addRoceDevice("rxe1", rc) : f.addRoceDevice("rxe1", rc, dma);
             } catch (RuntimeException e) {
                 f.close();
                 throw e;
@@ -514,6 +594,7 @@ public final class RemotePeerMain {
             int fh = register(f);
             fabrics.put(fh, f);
             clocks.put(fh, clock);
+            fabricDevices.put(fh, d);
             o.writeInt(fh);
             o.writeInt(register(d));
             o.writeUTF(d.name());
@@ -579,7 +660,7 @@ public final class RemotePeerMain {
 
     /** The verbs call of a request, run after its arguments are read; writes the results. */
     @FunctionalInterface
-    private interface Body {
+    interface Body {
         void run(DataOutputStream o) throws IOException;
     }
 

@@ -4,8 +4,14 @@ package org.rdma4j.soft;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
+import java.net.Inet6Address;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.SocketAddress;
 import java.util.Set;
 
+import org.rdma4j.dma.DmaConfig;
+import org.rdma4j.dma.DmaMode;
 import org.rdma4j.verbs.AccessFlag;
 import org.rdma4j.verbs.AhAttributes;
 import org.rdma4j.verbs.DeviceAttributes;
@@ -22,6 +28,12 @@ import org.rdma4j.verbs.VerbsException;
 import org.rdma4j.verbs.WcOpcode;
 import org.rdma4j.verbs.WcStatus;
 import org.rdma4j.verbs.WorkCompletion;
+import org.rdma4j.verbs.cm.CmEventType;
+import org.rdma4j.verbs.cm.CmRoute;
+import org.rdma4j.verbs.cm.ConnParam;
+import org.rdma4j.verbs.cm.IbSocketAddress;
+import org.rdma4j.verbs.cm.UdParam;
+import org.rdma4j.verbs.spi.CmEventInfo;
 
 /**
  * The remote-peer RPC between a test JVM and the child JVM that owns device B
@@ -34,7 +46,15 @@ import org.rdma4j.verbs.WorkCompletion;
  * {@code class name, message}) and, after OK, the results. Nullable values carry a presence byte;
  * enums travel as their ordinal (both ends run the same build); object references as the child's
  * handle, 0 for null. Each op's arguments and results are written and read in the same order by
- * {@link RemoteVerbs} and {@link RemotePeerMain}, named beside the constant.
+ * {@link RemoteVerbs} (the CM ops: {@link RemoteCm}) and {@link RemotePeerMain} ({@link RemoteCmServer}),
+ * named beside the constant.
+ *
+ * <p>Before its status byte a response may carry {@link #CALLBACK}s: the child's object that runs the call
+ * reports to the test JVM while the call runs (a CM provider's events for the front, which lives in the
+ * test JVM as librdmacm lives above the kernel's CM). A callback is {@code CALLBACK, int target, int kind,
+ * arguments}; the test JVM answers it as the child answers a request (status byte, results) and goes on
+ * reading the response. So a callback happens only inside a call, on the child's serving thread, and the
+ * test JVM's handler of a callback may not call the child itself.
  */
 final class RemoteProtocol {
     private RemoteProtocol() {
@@ -43,13 +63,18 @@ final class RemoteProtocol {
     static final byte OK = 0;
     static final byte VERBS_ERROR = 1;
     static final byte OTHER_ERROR = 2;
+    /** Not a response yet: a callback to the test JVM (target, kind, arguments), answered, then the response. */
+    static final byte CALLBACK = 3;
 
     // peer: handle 0
     /** path, size, address → address the child mapped at (the same unless it could not) */
     static final int SHM_MAP = 1;
-    /** startNs, udpPort → fabric handle, device handle, name, guid, providerName */
+    /** startNs, udpPort, DMA config (present, then its fields) → fabric handle, device handle, name, guid, providerName */
     static final int FABRIC_OPEN = 2;
-    /** (fabric handle) → nothing; closes the child's fabric and forgets its objects */
+    /**
+     * (fabric handle) → n, n × report: closes the child's fabric, forgets its objects, and answers with what
+     * its device's DMA checker reported (none without a checker)
+     */
     static final int FABRIC_CLOSE = 3;
     /** (fabric handle) nowNs → nothing; that fabric's clock moves to nowNs and its timers run before the reply */
     static final int ADVANCE = 4;
@@ -57,6 +82,8 @@ final class RemoteProtocol {
     static final int PORT_STATE = 5;
     /** shm address → nothing; unmaps the shared memory (before a new negotiation) */
     static final int SHM_UNMAP = 6;
+    /** → never answers: a hung child, for the test of the call bound ({@link RemotePeer#CALL_TIMEOUT_MS}) */
+    static final int STALL = 7;
 
     // device
     /** → context handle */
@@ -131,6 +158,70 @@ final class RemoteProtocol {
 
     // ah
     static final int AH_ATTRIBUTES = 90;
+
+    // cm: a CmProvider of host B's CM API hosted in the child (RemoteCm here, RemoteCmServer there)
+    /** (fabric handle) device handle, factory class name, seed → cm handle, provider name */
+    static final int CM_OPEN = 100;
+    /** (cm) → nothing; closes the hosted CM (its IDs get DEVICE_REMOVAL, through callbacks) */
+    static final int CM_CLOSE = 101;
+    /** (cm) → whether anything was processed: the driven CM processes what arrived on its QP1s */
+    static final int CM_PROGRESS = 102;
+    /** (cm) → n, n × (name, value) */
+    static final int CM_COUNTERS = 103;
+    /** (cm) → n, n × CmAddress (address, device handle, port, gid index) */
+    static final int CM_ADDRESSES = 104;
+    /** (cm) destination address → present, CmAddress */
+    static final int CM_SOURCE_FOR = 105;
+    /** (cm) sink id, port space, qp type → cm id handle */
+    static final int CM_CREATE_ID = 106;
+
+    // cm id (CmIdSpi), each the method of the same name
+    /** socket address → nothing */
+    static final int ID_BIND = 110;
+    /** → socket address */
+    static final int ID_LOCAL_ADDRESS = 111;
+    /** → socket address */
+    static final int ID_REMOTE_ADDRESS = 112;
+    /** backlog → nothing */
+    static final int ID_LISTEN = 113;
+    /** source, destination, timeoutNs → nothing */
+    static final int ID_RESOLVE_ADDR = 114;
+    /** timeoutNs → nothing */
+    static final int ID_RESOLVE_ROUTE = 115;
+    /** → context handle (0: none), device handle */
+    static final int ID_CONTEXT = 116;
+    /** → port */
+    static final int ID_PORT_NUM = 117;
+    /** → route */
+    static final int ID_ROUTE = 118;
+    /** pd, type, send cq, recv cq, srq, cap, sqSigAll → qp handle, qpNum */
+    static final int ID_CREATE_QP = 119;
+    /** → qp handle (0: none), qpNum, type, pd handle */
+    static final int ID_QP = 120;
+    /** → nothing */
+    static final int ID_DESTROY_QP = 121;
+    /** state → QpAttributes */
+    static final int ID_INIT_QP_ATTR = 122;
+    /** ConnParam → nothing */
+    static final int ID_CONNECT = 123;
+    /** ConnParam → nothing */
+    static final int ID_ACCEPT = 124;
+    /** private data → nothing */
+    static final int ID_REJECT = 125;
+    /** → nothing */
+    static final int ID_DISCONNECT = 126;
+    /** → nothing */
+    static final int ID_ESTABLISH = 127;
+    /** option name, value kind (-1 null, 0 int, 1 boolean), value → nothing */
+    static final int ID_SET_OPTION = 128;
+    /** → nothing */
+    static final int ID_CLOSE = 129;
+
+    // callbacks of a hosted CM (target: the cm handle)
+    /** sink id, CmEventInfo → nothing: CmEventSink.post */
+    static final int CB_CM_EVENT = 1;
+    /** listener's sink id, new cm id handle, CmEventInfo → the new ID's sink id, 0 when the front refuses it */
+    static final int CB_CM_CONNECT_REQUEST = 2;
 
     // ------------------------------------------------------------------ scatter/gather segment kinds
 
@@ -426,6 +517,161 @@ final class RemoteProtocol {
                 in.readInt(), in.readInt(), in.readInt(), in.readInt(), in.readInt());
     }
 
+    /** Every field of the record; null as absent (the device then follows the child's rdma4j.soft.dma properties). */
+    static void writeDma(DataOutputStream o, DmaConfig d) throws IOException {
+        o.writeBoolean(d != null);
+        if (d != null) {
+            writeEnum(o, d.mode());
+            o.writeLong(d.iommuWindow());
+            o.writeLong(d.bouncePool());
+            o.writeInt(d.addressBits());
+            o.writeBoolean(d.forceBounce());
+            o.writeBoolean(d.bounceRegistrations());
+            o.writeBoolean(d.checker());
+        }
+    }
+
+    static DmaConfig readDma(DataInputStream in) throws IOException {
+        return in.readBoolean() ? new DmaConfig(readEnum(in, DmaMode.class), in.readLong(), in.readLong(), in.readInt(),
+                in.readBoolean(), in.readBoolean(), in.readBoolean()) : null;
+    }
+
+    static void writeBytes(DataOutputStream o, byte[] b) throws IOException {
+        o.writeInt(b == null ? -1 : b.length);
+        if (b != null) {
+            o.write(b);
+        }
+    }
+
+    static byte[] readBytes(DataInputStream in) throws IOException {
+        int n = in.readInt();
+        if (n < 0) {
+            return null;
+        }
+        byte[] b = new byte[n];
+        in.readFully(b);
+        return b;
+    }
+
+    /** An IP address as its bytes (and an IPv6 scope): the same InetAddress, without a host name. */
+    static void writeInet(DataOutputStream o, InetAddress a) throws IOException {
+        o.writeBoolean(a != null);
+        if (a != null) {
+            writeBytes(o, a.getAddress());
+            o.writeInt(a instanceof Inet6Address v6 ? v6.getScopeId() : 0);
+        }
+    }
+
+    static InetAddress readInet(DataInputStream in) throws IOException {
+        if (!in.readBoolean()) {
+            return null;
+        }
+        byte[] b = readBytes(in);
+        int scope = in.readInt();
+        return b.length == 16 && scope != 0 ? Inet6Address.getByAddress(null, b, scope) : InetAddress.getByAddress(b);
+    }
+
+    /** A CM address: null, an {@link InetSocketAddress} or an {@link IbSocketAddress}. */
+    static void writeSocketAddress(DataOutputStream o, SocketAddress a) throws IOException {
+        switch (a) {
+            case null -> o.writeByte(0);
+            case InetSocketAddress i -> {
+                o.writeByte(1);
+                writeInet(o, i.getAddress());
+                o.writeInt(i.getPort());
+            }
+            case IbSocketAddress ib -> {
+                o.writeByte(2);
+                writeGid(o, ib.gid());
+                o.writeLong(ib.serviceId());
+                o.writeInt(ib.pkey());
+            }
+            default -> throw new IllegalArgumentException("a CM address of a kind the remote peer does not know: "
+                    + a.getClass().getName());
+        }
+    }
+
+    static SocketAddress readSocketAddress(DataInputStream in) throws IOException {
+        byte kind = in.readByte();
+        return switch (kind) {
+            case 0 -> null;
+            case 1 -> new InetSocketAddress(readInet(in), in.readInt());
+            case 2 -> new IbSocketAddress(readGid(in), in.readLong(), in.readInt());
+            default -> throw new IOException("bad socket address kind " + kind);
+        };
+    }
+
+    static void writeConnParam(DataOutputStream o, ConnParam p) throws IOException {
+        o.writeBoolean(p != null);
+        if (p != null) {
+            writeBytes(o, p.privateData());
+            o.writeInt(p.responderResources());
+            o.writeInt(p.initiatorDepth());
+            o.writeBoolean(p.flowControl());
+            o.writeInt(p.retryCount());
+            o.writeInt(p.rnrRetryCount());
+            o.writeBoolean(p.srq());
+            o.writeInt(p.qpNum());
+        }
+    }
+
+    static ConnParam readConnParam(DataInputStream in) throws IOException {
+        if (!in.readBoolean()) {
+            return null;
+        }
+        return new ConnParam().privateData(readBytes(in)).responderResources(in.readInt()).initiatorDepth(in.readInt())
+                .flowControl(in.readBoolean()).retryCount(in.readInt()).rnrRetryCount(in.readInt()).srq(in.readBoolean())
+                .qpNum(in.readInt());
+    }
+
+    static void writeRoute(DataOutputStream o, CmRoute r) throws IOException {
+        o.writeBoolean(r != null);
+        if (r != null) {
+            writeGid(o, r.sgid());
+            writeGid(o, r.dgid());
+            o.writeInt(r.sgidIndex());
+            o.writeInt(r.hopLimit());
+            o.writeInt(r.trafficClass());
+            o.writeInt(r.flowLabel());
+            o.writeInt(r.pkey());
+            writeEnum(o, r.mtu());
+            o.writeInt(r.packetLifeTime());
+            o.writeInt(r.sl());
+        }
+    }
+
+    static CmRoute readRoute(DataInputStream in) throws IOException {
+        if (!in.readBoolean()) {
+            return null;
+        }
+        return new CmRoute(readGid(in), readGid(in), in.readInt(), in.readInt(), in.readInt(), in.readInt(), in.readInt(),
+                readEnum(in, Mtu.class), in.readInt(), in.readInt());
+    }
+
+    static void writeEventInfo(DataOutputStream o, CmEventInfo e) throws IOException {
+        writeEnum(o, e.type());
+        o.writeInt(e.status());
+        writeBytes(o, e.privateData());
+        writeConnParam(o, e.connParam());
+        UdParam ud = e.udParam();
+        o.writeBoolean(ud != null);
+        if (ud != null) {
+            writeAh(o, ud.ah());
+            o.writeInt(ud.qpNum());
+            o.writeInt(ud.qkey());
+        }
+        writeString(o, e.detail());
+    }
+
+    static CmEventInfo readEventInfo(DataInputStream in) throws IOException {
+        CmEventType type = readEnum(in, CmEventType.class);
+        int status = in.readInt();
+        byte[] data = readBytes(in);
+        ConnParam param = readConnParam(in);
+        UdParam ud = in.readBoolean() ? new UdParam(readAh(in), in.readInt(), in.readInt()) : null;
+        return new CmEventInfo(type, status, data, param, ud, readString(in));
+    }
+
     /** Writes a failure response: VerbsException keeps its errno and message. */
     static void writeError(DataOutputStream o, Throwable t) throws IOException {
         if (t instanceof VerbsException v) {
@@ -443,7 +689,11 @@ final class RemoteProtocol {
 
     /** Reads the status byte of a response; throws what the child threw. */
     static void readStatus(DataInputStream in) throws IOException {
-        byte status = in.readByte();
+        readStatus(in.readByte(), in);
+    }
+
+    /** Acts on a status byte already read; throws what the other side threw. */
+    static void readStatus(byte status, DataInputStream in) throws IOException {
         switch (status) {
             case OK -> {
             }

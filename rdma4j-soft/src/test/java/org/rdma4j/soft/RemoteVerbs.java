@@ -82,7 +82,40 @@ final class RemoteVerbs {
         return proxy;
     }
 
-    private synchronized <T> T proxy(int handle, Class<T> type) {
+    /**
+     * The proxy of a context the child made itself (a CM's context of device B), made on first sight.
+     *
+     * @param handle       the child's context
+     * @param deviceHandle its device
+     * @return the same proxy for the same handle
+     */
+    synchronized Context context(int handle, int deviceHandle) {
+        if (handle == 0) {
+            return null;
+        }
+        Object p = proxies.get(handle);
+        return p != null ? (Context) p : remember(handle, new RemoteContext(handle, proxy(deviceHandle, Device.class)));
+    }
+
+    /**
+     * The proxy of a QP the child made itself (a CM ID's QP), made on first sight.
+     *
+     * @param handle   the child's QP
+     * @param pdHandle its PD (one of this test's)
+     * @param qpNum    its number
+     * @param type     its type
+     * @return the same proxy for the same handle
+     */
+    synchronized QueuePair qp(int handle, int pdHandle, int qpNum, QpType type) {
+        if (handle == 0) {
+            return null;
+        }
+        Object p = proxies.get(handle);
+        return p != null ? (QueuePair) p
+                : remember(handle, new RemoteQp(handle, proxy(pdHandle, ProtectionDomain.class), qpNum, type));
+    }
+
+    synchronized <T> T proxy(int handle, Class<T> type) {
         if (handle == 0) {
             return null;
         }
@@ -94,7 +127,7 @@ final class RemoteVerbs {
     }
 
     /** @return the child's handle of a proxy, 0 for null; another provider's object cannot cross */
-    private static int handleOf(Object o) {
+    static int handleOf(Object o) {
         if (o == null) {
             return 0;
         }

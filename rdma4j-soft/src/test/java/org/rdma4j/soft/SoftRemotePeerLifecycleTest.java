@@ -2,7 +2,9 @@
 package org.rdma4j.soft;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.net.InetAddress;
@@ -37,6 +39,27 @@ class SoftRemotePeerLifecycleTest {
             } finally {
                 ctx.close();
             }
+        }
+    }
+
+    @Test
+    void aChildThatDoesNotAnswerIsEndedWithAThreadDumpAndTheCallFails() throws Exception {
+        RemotePeer peer = RemotePeer.startPrivate(2_000);
+        try {
+            ProcessHandle child = ProcessHandle.of(peer.pid()).orElseThrow();
+            IllegalStateException e = assertThrows(IllegalStateException.class,
+                    () -> peer.run(RemoteProtocol.STALL, 0, o -> { }));
+            String m = e.getMessage();
+            assertTrue(m.contains("did not answer call " + RemoteProtocol.STALL + " within 2000 ms"), m);
+            assertTrue(m.contains("stalling on purpose"), "the child's stderr is in the failure: " + m);
+            assertTrue(m.contains("\"main\"") && m.contains("CountDownLatch"),
+                    "the thread dump (SIGQUIT) shows where the child hung: " + m);
+            child.onExit().get(30, TimeUnit.SECONDS);
+            assertFalse(child.isAlive(), "the child is ended");
+            assertThrows(IllegalStateException.class, () -> peer.run(RemoteProtocol.STALL, 0, o -> { }),
+                    "a broken peer refuses further calls");
+        } finally {
+            peer.end();
         }
     }
 }

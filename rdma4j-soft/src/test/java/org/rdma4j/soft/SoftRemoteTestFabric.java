@@ -4,9 +4,12 @@ package org.rdma4j.soft;
 import java.io.DataInputStream;
 import java.lang.foreign.Arena;
 import java.net.InetAddress;
+import java.util.ArrayList;
 import java.util.List;
 
 import org.rdma4j.common.ManualClock;
+import org.rdma4j.dma.DmaChecker;
+import org.rdma4j.dma.DmaConfig;
 import org.rdma4j.testkit.Fabric;
 import org.rdma4j.verbs.Device;
 import org.rdma4j.verbs.PortState;
@@ -18,19 +21,42 @@ import org.rdma4j.verbs.PortState;
  * through {@link RemoteVerbs} proxies. Buffers come from memory shared with the child at the same address
  * ({@link #bufferArena()}), and every advance of the test's {@link ManualClock} is forwarded to B's clock
  * before {@code advance} returns, so timer-driven tests mean the same as in one process.
+ *
+ * <p>A module with a CM opens one on device B ({@link #openCm}: the provider runs in the child, the CM API's
+ * front here), and one of its own on {@link #localDevice()}.
  */
-final class SoftRemoteTestFabric implements Fabric {
+@SuppressWarnings("exports") // Fabric is testkit's, on the test class path: this class is shared with other modules' tests
+public final class SoftRemoteTestFabric implements Fabric {
     private final ManualClock clock;
     private final RemotePeer peer;
     private final SoftFabric hostA;
     private final SoftDevice deviceA;
     private final Device deviceB;
+    private final RemoteVerbs verbs;
+    private final List<RemoteCm> cms = new ArrayList<>();
     private final int remoteFabric;
     private final int remoteDevice;
     private final ManualClock.Listener forward;
     private boolean closed;
 
-    SoftRemoteTestFabric(ManualClock clock) {
+    /**
+     * Starts the remote peer if none runs, opens device B in it and device A here.
+     *
+     * @param clock the test's clock; its advances reach device B (and a CM on it) before they return
+     */
+    public SoftRemoteTestFabric(ManualClock clock) {
+        this(clock, null);
+    }
+
+    /**
+     * Starts the remote peer if none runs, opens device B in it and device A here, both reaching memory as
+     * {@code dma} says. With a checker on, {@link #close()} fails if either device's checker reported misuse.
+     *
+     * @param clock the test's clock; its advances reach device B (and a CM on it) before they return
+     * @param dma   both devices' DMA configuration, or null for the {@code rdma4j.soft.dma} properties (which
+     *              the child gets too)
+     */
+    public SoftRemoteTestFabric(ManualClock clock, DmaConfig dma) {
         this.clock = clock;
         this.peer = RemotePeer.shared();
         int port = SoftRoceTestFabric.freeUdpPort();
@@ -40,6 +66,7 @@ final class SoftRemoteTestFabric implements Fabric {
         peer.call(RemoteProtocol.FABRIC_OPEN, 0, o -> {
             o.writeLong(clock.nanoTime());
             o.writeInt(port);
+            RemoteProtocol.writeDma(o, dma);
         }, (DataInputStream in) -> {
             handles[0] = in.readInt();
             handles[1] = in.readInt();
@@ -50,15 +77,15 @@ final class SoftRemoteTestFabric implements Fabric {
         });
         this.remoteFabric = handles[0];
         this.remoteDevice = handles[1];
-        RemoteVerbs verbs = new RemoteVerbs(peer);
+        this.verbs = new RemoteVerbs(peer);
         this.deviceB = verbs.device(remoteDevice, name[0], guid[0], name[1]);
         this.hostA = new SoftFabric(clock);
         try {
-            this.deviceA = hostA.addRoceDevice("rxe0",
-                    new RoceConfig(List.of(InetAddress.ofLiteral("127.0.0.1")), port, null));
+            RoceConfig rc = new RoceConfig(List.of(InetAddress.ofLiteral("127.0.0.1")), port, null);
+            this.deviceA = dma == null ? hostA.addRoceDevice("rxe0", rc) : hostA.addRoceDevice("rxe0", rc, dma);
         } catch (RuntimeException e) {
             hostA.close();
-            peer.run(RemoteProtocol.FABRIC_CLOSE, remoteFabric, o -> { });
+            peer.call(RemoteProtocol.FABRIC_CLOSE, remoteFabric, o -> { }, in -> null);
             throw e;
         }
         long now = clock.nanoTime();
@@ -70,8 +97,27 @@ final class SoftRemoteTestFabric implements Fabric {
     }
 
     /** @return the child's PID (device B's process) */
-    long remotePid() {
+    public long remotePid() {
         return peer.pid();
+    }
+
+    /** {@return device A, the RoCE device of this JVM (127.0.0.1)} */
+    public SoftDevice localDevice() {
+        return deviceA;
+    }
+
+    /**
+     * Opens a CM on device B in the remote peer, closed with this fabric (before its devices) unless closed
+     * first.
+     *
+     * @param factory a {@link RemoteCmFactory} with a public no-argument constructor, on the class path
+     * @param seed    the CM's seed
+     * @return the provider, to give to {@code RdmaCm.of}
+     */
+    public RemoteCm openCm(Class<? extends RemoteCmFactory> factory, long seed) {
+        RemoteCm cm = new RemoteCm(peer, verbs, remoteFabric, remoteDevice, factory.getName(), seed);
+        cms.add(cm);
+        return cm;
     }
 
     @Override
@@ -121,10 +167,34 @@ final class SoftRemoteTestFabric implements Fabric {
         closed = true;
         clock.removeListener(forward);
         try {
+            for (RemoteCm cm : cms) {
+                cm.close();
+            }
+        } finally {
+            closeDevices();
+        }
+    }
+
+    private void closeDevices() {
+        List<String> reports = new ArrayList<>();
+        try {
             hostA.close();
         } finally {
-            peer.run(RemoteProtocol.FABRIC_CLOSE, remoteFabric, o -> { });
+            peer.call(RemoteProtocol.FABRIC_CLOSE, remoteFabric, o -> { }, in -> {
+                for (int n = in.readInt(); n > 0; n--) {
+                    reports.add("device B: " + in.readUTF());
+                }
+                return null;
+            });
             peer.shm().reset();
+        }
+        DmaChecker checker = deviceA.dma().checker();
+        if (checker != null) {
+            checker.reports().forEach(r -> reports.add("device A: " + r));
+        }
+        if (!reports.isEmpty()) {
+            throw new AssertionError("the DMA checker reported " + reports.size() + " misuse(s); first: "
+                    + reports.getFirst());
         }
     }
 }
