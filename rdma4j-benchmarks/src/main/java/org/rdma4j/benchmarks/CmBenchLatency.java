@@ -56,6 +56,7 @@ final class CmBenchLatency {
         long[] qp = new long[n];
         long[] connect = new long[n];
         long[] disconnect = new long[n];
+        long[] connDisc = new long[n];
         long[] total = new long[n];
         long[] tcp = new long[n];
         long[] cold = new long[Math.min(COLD, warm)];
@@ -91,6 +92,7 @@ final class CmBenchLatency {
                     qp[i] = t2 - t1;
                     connect[i] = t3 - t2;
                     disconnect[i] = t4 - t3;
+                    connDisc[i] = t4 - t2;
                     total[i] = t5 - t0;
                 }
                 // the baseline right after, so load changes hit both alike
@@ -114,6 +116,7 @@ final class CmBenchLatency {
             row("  create qp", qp);
             row("  connect (REQ..ESTABLISHED)", connect);
             row("  disconnect (DREQ..DISCONNECTED)", disconnect);
+            row("  connect + disconnect (REQ..DISC.)", connDisc);
             if (cold.length > 0) {
                 row("  connect, first " + cold.length + " of a new process", cold);
             }
@@ -121,6 +124,8 @@ final class CmBenchLatency {
             row("baseline: 8-byte SEND round trip", rtt);
             System.out.printf(Locale.ROOT, "ratio total / tcp connect+close (medians): %.2f%n",
                     (double) median(total) / median(tcp));
+            System.out.printf(Locale.ROOT, "ratio connect + disconnect / tcp connect+close (medians): %.2f%n",
+                    (double) median(connDisc) / median(tcp));
             System.out.printf(Locale.ROOT, "ratio connect / SEND round trip (medians): %.2f%n",
                     (double) median(connect) / median(rtt));
             if (pd != null) {

@@ -18,6 +18,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 
 import org.rdma4j.common.NanoClock;
+import org.rdma4j.common.agent.IdleStrategies;
+import org.rdma4j.common.agent.IdleStrategy;
 import org.rdma4j.verbs.Device;
 import org.rdma4j.verbs.Errno;
 import org.rdma4j.verbs.QpType;
@@ -42,6 +44,17 @@ import org.rdma4j.verbs.spi.GsiAccess;
  */
 public final class UserCm implements CmProvider, AutoCloseable {
     private static final System.Logger LOG = System.getLogger("org.rdma4j.cm");
+    /**
+     * How long a receive agent keeps polling QP1's CQ after the last completion it took, before it arms the CQ
+     * and blocks on the channel ({@code -Drdma4j.cm.agentPollUs}, microseconds; 0: block at once). A MAD exchange is a train: REQ, REP, RTU, then DREQ, DREP, each a few hundred microseconds after
+     * the last. An agent still polling takes the next MAD from the socket itself (a CQ poll of the soft RoCE
+     * device receives on the polling thread), instead of a RoCE receive agent woken by the datagram completing it
+     * on QP1's CQ and then waking this agent, blocked on the channel: one thread hand-over less per MAD
+     * (docs/benchmarks.md, "Connection management").
+     */
+    static final long AGENT_POLL_NS = Math.max(0, Long.getLong("rdma4j.cm.agentPollUs", 1000)) * 1000;
+    /** How the agent idles between those polls ({@code -Drdma4j.cm.agentIdle}): spins, then yields the CPU. */
+    static final String AGENT_IDLE = System.getProperty("rdma4j.cm.agentIdle", "backoff:100:1000000000:50us:50us");
 
     final ReentrantLock lock = new ReentrantLock();
     final CmTimers timers;
@@ -228,13 +241,16 @@ public final class UserCm implements CmProvider, AutoCloseable {
     // ------------------------------------------------------------------ agents
 
     private void agentLoop(MadPort p) {
+        IdleStrategy idle = IdleStrategies.parse(AGENT_IDLE);
         while (!closed) {
             try {
                 p.awaitCompletion(Duration.ofMillis(200));
                 if (closed) {
                     return;
                 }
-                drainPort(p);
+                if (drainPort(p)) {
+                    pollAwhile(p, idle); // not after a mere timeout: an idle CM does not spin every 200 ms
+                }
                 p.rearm();
                 drainPort(p); // what completed between the drain and the re-arm
             } catch (RuntimeException | Error e) {
@@ -247,16 +263,45 @@ public final class UserCm implements CmProvider, AutoCloseable {
     }
 
     /**
+     * Keeps taking QP1's completions for {@link #AGENT_POLL_NS} after the last one, idling in between (spinning,
+     * then yielding): the next MAD of an exchange is then received on this thread, not handed to it by another.
+     * Bounded: it returns once a window passes with nothing taken, or when the CM closes.
+     */
+    private void pollAwhile(MadPort p, IdleStrategy idle) {
+        if (AGENT_POLL_NS <= 0) {
+            return;
+        }
+        idle.reset();
+        long last = System.nanoTime();
+        while (!closed) {
+            if (drainPort(p)) {
+                idle.reset();
+                last = System.nanoTime();
+                continue;
+            }
+            long left = AGENT_POLL_NS - (System.nanoTime() - last);
+            if (left <= 0) {
+                return;
+            }
+            idle.idleAtMost(left);
+        }
+    }
+
+    /**
      * Takes QP1's completions without the CM lock and processes them with it; while application threads
      * hold the lock the agent keeps taking (reposting receive buffers), so a burst of REQs is not dropped by
      * a receive ring left empty behind a busy lock (dropped MADs cost a retransmission timeout of seconds).
+     *
+     * @return whether anything was taken
      */
-    private void drainPort(MadPort p) {
+    private boolean drainPort(MadPort p) {
+        boolean any = false;
         while (!closed) {
-            p.take();
+            any |= p.take();
             if (!p.hasTaken()) {
-                return;
+                return any;
             }
+            any = true;
             boolean locked;
             try {
                 locked = lock.tryLock(200, TimeUnit.MICROSECONDS);
@@ -273,6 +318,7 @@ public final class UserCm implements CmProvider, AutoCloseable {
                 }
             }
         }
+        return any;
     }
 
     /**

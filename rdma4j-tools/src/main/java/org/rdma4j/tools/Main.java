@@ -72,7 +72,8 @@ public final class Main {
             case "ib_send_bw", "ib_write_bw", "ib_read_bw", "ib_atomic_bw",
                  "ib_send_lat", "ib_write_lat", "ib_read_lat", "ib_atomic_lat":
                 return perftest(cmd, rest, out, err);
-            case "rc_pingpong", "ud_pingpong", "srq_pingpong", "ibv_rc_pingpong", "ibv_ud_pingpong", "ibv_srq_pingpong":
+            case "rc_pingpong", "uc_pingpong", "ud_pingpong", "srq_pingpong",
+                 "ibv_rc_pingpong", "ibv_uc_pingpong", "ibv_ud_pingpong", "ibv_srq_pingpong":
                 return PingPong.main(cmd, rest, out, err, StopSignal.PROCESS);
             case "devices":
             case "ibv_devices":
@@ -136,7 +137,7 @@ public final class Main {
         s.println("  devices                        list RDMA devices (ibv_devices)");
         s.println("  devinfo [-v] [-d dev] [-i port]");
         s.println("                                 show device and port attributes (ibv_devinfo)");
-        s.println("  rc_pingpong|ud_pingpong|srq_pingpong [opts] [host]");
+        s.println("  rc_pingpong|uc_pingpong|ud_pingpong|srq_pingpong [opts] [host]");
         s.println("                                 ibv_*_pingpong: server, or client of <host>; --loopback runs both");
         s.println("                                 here (rc_pingpong --help lists the flags)");
         s.println("  rping -s|-c [-vVd] [-S size] [-C count] [-a addr] [-I addr] [-p port] [-P] [-q]");

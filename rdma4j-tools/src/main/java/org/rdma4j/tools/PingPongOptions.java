@@ -5,7 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The command line of ibv_rc_pingpong, ibv_ud_pingpong and ibv_srq_pingpong, parsed as their
+ * The command line of ibv_rc_pingpong, ibv_uc_pingpong, ibv_ud_pingpong and ibv_srq_pingpong, parsed as their
  * getopt_long does: short options with the value attached or separate ({@code -n10}, {@code -n 10}),
  * clustered flags ({@code -ec}), long options with {@code =} or a separate value, and an optional
  * server name. Defaults are rdma-core's. Numbers take C's {@code strtol(.., 0)} forms (decimal,
@@ -26,6 +26,8 @@ public final class PingPongOptions {
     public enum Kind {
         /** ibv_rc_pingpong. */
         RC("rc_pingpong", "p:d:i:s:m:r:n:l:eg:oOPtcjNU"),
+        /** ibv_uc_pingpong (its usage, seen in the VM's rdma-core 44: rc's options without -o -O -P -t -j -N -U). */
+        UC("uc_pingpong", "p:d:i:s:m:r:n:l:eg:c"),
         /** ibv_ud_pingpong. */
         UD("ud_pingpong", "p:d:i:s:r:n:l:eg:c"),
         /** ibv_srq_pingpong. */
@@ -383,6 +385,16 @@ public final class PingPongOptions {
                 sb.append("  -N, --new_send         use new post send WR API (same requests here)\n");
                 sb.append("  -o, -O, -P, -t, -j, -U are rdma-core's ODP, timestamp, device-memory and CoCo options;\n");
                 sb.append("                         the verbs API offers none of these, so they are refused\n");
+            }
+            case UC -> {
+                sb.append("  -s, --size=<size>      size of message to exchange (default 4096)\n");
+                sb.append("  -m, --mtu=<size>       path MTU (default 1024)\n");
+                sb.append("  -r, --rx-depth=<dep>   number of receives to post at a time (default 500)\n");
+                sb.append("  -n, --iters=<iters>    number of exchanges (default 1000)\n");
+                sb.append("  -l, --sl=<sl>          service level value\n");
+                sb.append("  -e, --events           sleep on CQ events (default poll)\n");
+                sb.append("  -g, --gid-idx=<gid index> local port gid index\n");
+                sb.append("  -c, --chk              validate received buffer\n");
             }
             case UD -> {
                 sb.append("  -s, --size=<size>      size of message to exchange (default 1024)\n");

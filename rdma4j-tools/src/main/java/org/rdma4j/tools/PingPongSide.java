@@ -70,6 +70,8 @@ final class PingPongSide implements AutoCloseable {
     final Device dev;
     final boolean ud;
     final boolean srqKind;
+    /** uc_pingpong: an RC pair's addresses and data path on UC QPs (no ACKs, so no resends and no linger). */
+    final boolean uc;
     final int numQp;
     final int size;
     final Arena arena = Arena.ofShared();
@@ -103,6 +105,7 @@ final class PingPongSide implements AutoCloseable {
         this.stop = pp.stop;
         this.progress = pp.progress;
         this.ud = o.kind == PingPongOptions.Kind.UD;
+        this.uc = o.kind == PingPongOptions.Kind.UC;
         this.srqKind = o.kind == PingPongOptions.Kind.SRQ;
         this.numQp = srqKind ? o.numQp : 1;
         this.size = (int) o.size;
@@ -234,7 +237,7 @@ final class PingPongSide implements AutoCloseable {
             srq = attempt("Couldn't create SRQ", () -> pd.createSrq(o.rxDepth, 1));
         }
         for (int i = 0; i < numQp; i++) {
-            QpInitAttributes ia = new QpInitAttributes().type(ud ? QpType.UD : QpType.RC).sendCq(cq).recvCq(cq)
+            QpInitAttributes ia = new QpInitAttributes().type(ud ? QpType.UD : uc ? QpType.UC : QpType.RC).sendCq(cq).recvCq(cq)
                     .srq(srq).cap(new QpCapabilities(1, srqKind ? 0 : o.rxDepth, 1, srqKind ? 0 : 1, 0));
             final int idx = i;
             qps[i] = attempt(srqKind ? "Couldn't create QP[" + idx + "]" : "Couldn't create QP",
@@ -265,7 +268,7 @@ final class PingPongSide implements AutoCloseable {
 
     /** ibv_query_gid for -g, with the port's GID table in the error. */
     private Gid localGid() {
-        String what = o.kind == PingPongOptions.Kind.RC ? "can't read sgid of index " + o.gidIndex
+        String what = o.kind == PingPongOptions.Kind.RC || uc ? "can't read sgid of index " + o.gidIndex
                 : "Could not get local gid for gid index " + o.gidIndex;
         Gid g;
         if (o.gidIndex >= port.gidTblLen()) {
@@ -345,6 +348,14 @@ final class PingPongSide implements AutoCloseable {
                         + noGrh);
             }
             av.dlid(remote[i].lid() & 0xFFFF);
+            if (uc) {
+                // uc_pingpong's pp_connect_ctx: RTR with the address, MTU, QPN and PSN only, RTS with the
+                // SQ PSN only (UC has no RDMA READ/atomic depths, RNR or ACK timers).
+                modify(i, new QpAttributes().state(QpState.RTR).av(av).pathMtu(Mtu.ofBytes(o.mtu))
+                        .destQpNum(remote[i].qpn()).rqPsn(remote[i].psn()), "RTR");
+                modify(i, new QpAttributes().state(QpState.RTS).sqPsn(mine[i].psn()), "RTS");
+                continue;
+            }
             modify(i, new QpAttributes().state(QpState.RTR).av(av).pathMtu(Mtu.ofBytes(o.mtu))
                     .destQpNum(remote[i].qpn()).rqPsn(remote[i].psn()).maxDestRdAtomic(1).minRnrTimer(12), "RTR");
             // retry_cnt 6, not rdma-core's 7: rxe (and the soft device) retry forever on 7, so a dead peer
@@ -503,7 +514,7 @@ final class PingPongSide implements AutoCloseable {
             }
         }
         long end = System.nanoTime();
-        if (!ud && !interrupted) {
+        if (!ud && !uc && !interrupted) {
             startLinger(end);
         }
         if (progress) {

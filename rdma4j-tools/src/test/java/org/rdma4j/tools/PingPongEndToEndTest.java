@@ -149,6 +149,14 @@ class PingPongEndToEndTest {
     }
 
     @Test
+    void ucLoopbackPrintsAsIbvUcPingpong() {
+        // UC QPs on both soft devices: the lines of rdma-core's ibv_uc_pingpong, the data check passes.
+        assumeTwoDevices();
+        Result r = run("ibv_uc_pingpong", "--loopback", "-n", "20", "-c");
+        checkRun(r, "uc_pingpong", 4096L * 20 * 2, 20);
+    }
+
+    @Test
     void udLoopbackWithDataCheckAndEvents() {
         assumeTwoDevices();
         Result r = run("ibv_ud_pingpong", "--loopback", "-n", "20", "-c", "-e");
@@ -265,13 +273,16 @@ class PingPongEndToEndTest {
     }
 
     @Test
-    void srqSidesLingerAndUdSidesDoNot() throws Exception {
+    void srqSidesLingerAndUdAndUcSidesDoNot() throws Exception {
         assumeTwoDevices();
         for (PingPong p : runPair(PingPongOptions.Kind.SRQ, true, "-g", "0", "-q", "2", "-n", "5", "-s", "512")) {
             assertEquals(Linger.End.PEER_DONE, p.lastLinger.poll(0, false), p.lastLinger.toString());
         }
         for (PingPong p : runPair(PingPongOptions.Kind.UD, true, "-g", "0", "-n", "5", "-s", "512")) {
             assertEquals(null, p.lastLinger, "UD has no ACKs to resend");
+        }
+        for (PingPong p : runPair(PingPongOptions.Kind.UC, false, "-g", "0", "-n", "5", "-s", "512")) {
+            assertEquals(null, p.lastLinger, "UC has no ACKs to resend");
         }
     }
 

@@ -64,6 +64,11 @@ class PingPongOptionsTest {
         assertThrows(UsageException.class, () -> PingPongOptions.parse(Kind.UD, "-m", "1024"));
         assertThrows(UsageException.class, () -> PingPongOptions.parse(Kind.UD, "--mtu=1024"));
         assertThrows(UsageException.class, () -> PingPongOptions.parse(Kind.RC, "-q", "2"));
+        // ibv_uc_pingpong's getopt string (rdma-core 44): rc's options without -o -O -P -t -j -N -U
+        assertEquals(4096, PingPongOptions.parse(Kind.UC, "-m", "2048", "-c", "-e").size);
+        assertThrows(UsageException.class, () -> PingPongOptions.parse(Kind.UC, "-q", "2"));
+        assertThrows(UsageException.class, () -> PingPongOptions.parse(Kind.UC, "-t"));
+        assertEquals(Kind.UC, Kind.of("ibv_uc_pingpong"));
         assertThrows(UsageException.class, () -> PingPongOptions.parse(Kind.RC, "--bogus"));
         assertThrows(UsageException.class, () -> PingPongOptions.parse(Kind.RC, "-n"));
         assertThrows(UsageException.class, () -> PingPongOptions.parse(Kind.RC, "-m", "1000"));
@@ -101,7 +106,8 @@ class PingPongOptionsTest {
         assertEquals(Kind.RC, Kind.of("ibv_rc_pingpong"));
         assertEquals(Kind.UD, Kind.of("ibv_ud_pingpong"));
         assertEquals(Kind.SRQ, Kind.of("srq_pingpong"));
-        assertNull(Kind.of("uc_pingpong"));
+        assertEquals(Kind.UC, Kind.of("uc_pingpong"));
+        assertNull(Kind.of("xrc_pingpong"));
     }
 
     @Test
