@@ -148,6 +148,12 @@ final class Completer {
         qp.progressMade();
         boolean resending = recovery == Recovery.RESENDING;
         int from = resendFrom;
+        if (peer != Responder.DROPS && lossWindow.sampling()) {
+            // Before the response is processed: a go-back-N it starts ends the sample in progress (Karn), and the
+            // response itself still times it. A NAK acknowledges what precedes its PSN, anything else its PSN too.
+            boolean nak = (p.opcode & 0x1F) == Opcodes.ACKNOWLEDGE && (p.syndrome & Aeth.TYPE_MASK) != Aeth.TYPE_ACK;
+            lossWindow.sample(nak ? p.psn : Psn.add(p.psn, 1), qp.fabric.clock.nanoTime());
+        }
         process(p);
         // What the answer to a budgeted resend shows about the responder; only a resend that began at the
         // responder's own NAK says anything, and a go-back-N one (peer DROPS) sent more than its budget.
@@ -182,19 +188,17 @@ final class Completer {
             long now = qp.fabric.clock.nanoTime();
             lossWindow.response(psn, now);
             armProbe(now);
-        } else if (lossWindow.sampling()) {
-            lossWindow.sample(psn, qp.fabric.clock.nanoTime());
         }
         qp.requester.run();
     }
 
     /**
-     * {@return whether the requester times round trips before the peer is known to drop} Only on a path that
-     * segments at an MTU (a wire) and while the peer is not known to hold (our own responder): so that the first
-     * losses against a dropping peer find an estimate, and the in-process path reads no clock for it.
+     * {@return whether the requester times round trips here (against a dropping peer it does in its own way)} Only on
+     * a path that segments at an MTU (a wire): so that the first losses against a dropping peer find an estimate,
+     * a repeated NAK that comes too early is known (sequenceNak), and the in-process path reads no clock for it.
      */
     boolean timesRoundTrips() {
-        return peer == Responder.UNKNOWN && qp.payloadMax() != Integer.MAX_VALUE;
+        return peer != Responder.DROPS && qp.payloadMax() != Integer.MAX_VALUE;
     }
 
     /**
@@ -487,6 +491,18 @@ final class Completer {
         if (recovery == Recovery.RESENDING) {
             if (Psn.compare(psn, resendFrom) > 0) {
                 resetRetryCounters();
+            } else if (lossWindow.beforeRewind(qp.fabric.clock.nanoTime())) {
+                // The NAK at the resend's own start, but less than a round trip after the resend began: it left the
+                // responder before the resend's packets reached it, so it cannot say that the resend lost its first
+                // packet. It is a copy the network duplicated, or the responder's answer to an earlier pass or to a
+                // reordered or duplicated packet sent before the rewind. Restarting the resend for it, and counting
+                // a retry without progress each time, exhausted retry_cnt 6 within one round trip on a path that
+                // had lost nothing for good (ib_write_bw between two processes under netem's loss, duplicate and
+                // delay 1ms reorder 5 %; SoftNetemReorderTest.aStreamOfWritesUnderAllFour...). The resend goes on;
+                // if its first packet was lost, the repeat for its own AckReq packet comes after the round trip, or
+                // the timer. (Against a responder that drops, the rule above already ignored this NAK.)
+                qp.count(SoftCounter.SEQ_NAKS_EARLY);
+                return;
             } else {
                 retry(Cause.REPEATED_NAK);
                 return;
@@ -532,6 +548,8 @@ final class Completer {
             if (peer == Responder.DROPS) {
                 lossWindow.retry(cause == Cause.TIMEOUT, Psn.compare(qp.requester.highWater, psn),
                         qp.fabric.clock.nanoTime());
+            } else if (timesRoundTrips()) {
+                lossWindow.resendStarted(qp.fabric.clock.nanoTime()); // for a repeated NAK that comes too early
             }
             goBackN();
             qp.retransDeadline = 0;

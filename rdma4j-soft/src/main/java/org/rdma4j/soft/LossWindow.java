@@ -10,7 +10,9 @@ import org.rdma4j.common.Psn;
  * Against such a responder every packet sent past a loss until the resend arrives is thrown away, and a lost
  * NAK or a resend that lost its first packet draws no answer at all, so that only the retransmit timer
  * recovers: the window bounds what a loss throws away, the probe replaces most timer expiries by a round trip.
- * Owner only (the QP's executor); used by the completer and the requester only while the peer is known to drop.
+ * Owner only (the QP's executor); used by the completer and the requester only while the peer is known to drop,
+ * except the round-trip estimate and the time the last resend began, which a wire keeps for every peer: a repeated
+ * NAK within a round trip of a resend's start is no answer to it ({@link #beforeRewind}).
  */
 final class LossWindow {
     /**
@@ -40,6 +42,8 @@ final class LossWindow {
     private int samplePsn;
     private long sampleSentNs;
     private boolean sampling;
+    /** The sample in progress ends with any response ({@link #ackReqSent(int, long, boolean)}). */
+    private boolean sampleAnyResponse;
 
     /** When the last go-back-N of a retry episode began: a NAK within a round trip of it is about earlier packets. */
     long rewoundAtNs;
@@ -91,14 +95,25 @@ final class LossWindow {
 
     /** The packet {@code psn}, asking for an ACK, left now: its ACK gives the next round-trip sample. */
     void ackReqSent(int psn, long nowNs) {
+        ackReqSent(psn, nowNs, false);
+    }
+
+    /**
+     * The packet {@code psn} left now: its ACK gives the next round-trip sample, or with {@code anyResponse} the
+     * next response of any kind. That is for the first sample only, timed on a packet that went into an empty
+     * pipe, new: every response after it answers it or a later packet, so it comes a round trip later at the
+     * earliest, even a NAK for that very packet (lost, as the first loss of a connection can be).
+     */
+    void ackReqSent(int psn, long nowNs, boolean anyResponse) {
         sampling = true;
         samplePsn = psn;
         sampleSentNs = nowNs;
+        sampleAnyResponse = anyResponse;
     }
 
     /** A response arrived, before the peer is known to drop: it may end a round-trip sample. */
     void sample(int ackedBefore, long nowNs) {
-        if (sampling && Psn.compare(ackedBefore, samplePsn) > 0) {
+        if (sampling && (sampleAnyResponse || Psn.compare(ackedBefore, samplePsn) > 0)) {
             sampling = false;
             long rtt = Math.max(1, nowNs - sampleSentNs);
             latestRttNs = rtt;
@@ -149,26 +164,49 @@ final class LossWindow {
         threshold = half;
         window = timeout ? MIN_WINDOW : half;
         grown = 0;
-        sampling = false;
-        rewound = true;
-        rewoundAtNs = nowNs;
+        resendStarted(nowNs);
         probing = false;
     }
 
     /**
-     * {@return whether a sequence NAK arriving now is about packets sent before the last go-back-N began, which
-     *     that go-back-N sends again anyway} Within a round trip of the rewind no answer to the resend can have
-     *     come back (responses come in the order the responder produced them, and it sees the resend after
-     *     what was sent before it).
+     * A retry episode's go-back-N begins now, whatever the responder: the round trip in progress is no longer
+     * timed (Karn: its ACK may answer the resend), and {@link #beforeRewind} measures from here.
+     */
+    void resendStarted(long nowNs) {
+        rewound();
+        rewound = true;
+        rewoundAtNs = nowNs;
+    }
+
+    /**
+     * {@return whether a sequence NAK arriving now left the responder before the last go-back-N reached it} Within
+     *     a round trip of the rewind no answer to the resend can have come back (responses come in the order the
+     *     responder produced them, and it sees the resend after what was sent before it). Against a responder that
+     *     drops, such a NAK is about packets that go-back-N sends again anyway; against any responder, a NAK at the
+     *     resend's own start that comes this early is not the answer to a resend that lost its first packet. The
+     *     shorter of the smoothed and the latest round trip: a NAK is ignored too rarely rather than too long (a
+     *     genuine repeat ignored waits for the retransmit timer; and a cold path's first sample, hundreds of ms
+     *     between two processes at load 14, leaves srtt high for the rest of a run).
      */
     boolean beforeRewind(long nowNs) {
         long rtt = latestRttNs == 0 ? srttNs : Math.min(srttNs, latestRttNs);
-        return rewound && rtt > 0 && nowNs - rewoundAtNs < rtt;
+        // A round trip of 1 ns (samples are at least that) is a path with no delay, the manual clock's link without
+        // a latency: there any answer may come in the same instant as the resend began, and none is early.
+        return rewound && rtt > 1 && nowNs - rewoundAtNs < rtt;
     }
 
-    /** The requester went back (go-back-N, a probe, a skip ahead): the packet being timed may go again. */
+
+    /**
+     * The requester went back (go-back-N, a probe, a skip ahead): the packet being timed may go again, and an answer
+     * to the copy would make the round trip look shorter. Not a first sample that any response ends: every response
+     * still comes a round trip after that packet at the earliest (seen between two processes: the retransmit timer
+     * fired before the first response on a cold path, and with the sample dropped the next repeated NAKs found no
+     * estimate at all).
+     */
     void rewound() {
-        sampling = false;
+        if (!sampleAnyResponse) {
+            sampling = false;
+        }
     }
 
     /**

@@ -383,8 +383,15 @@ final class Requester {
             }
             if (drops) {
                 dropsPeerSent(p, lw);
-            } else if (p.ackReq && qp.completer.timesRoundTrips()) {
-                timeRoundTrip(p, lw);
+            } else if (Psn.compare(p.psn, highWater) >= 0 && qp.completer.timesRoundTrips()) {
+                // Karn's rule (RFC 6298): only packets sent for the first time are timed; an answer to an earlier
+                // copy would make the round trip look shorter than it is, and the completer ignores a repeated NAK
+                // that comes within one (Completer.sequenceNak). A first sample is taken on a packet into an empty
+                // pipe too, so that the first losses of a connection find an estimate.
+                boolean first = lw.srttNs == 0 && p.psn == qp.completer.psn;
+                if (p.ackReq || first) {
+                    timeRoundTrip(p, lw, first && !p.ackReq);
+                }
             }
         }
         if (Psn.compare(psn, highWater) > 0) {
@@ -429,9 +436,9 @@ final class Requester {
     }
 
     /** Times a round trip, before the completer knows what the responder does with what follows a gap. */
-    private void timeRoundTrip(Packet p, LossWindow lw) {
+    private void timeRoundTrip(Packet p, LossWindow lw, boolean anyResponse) {
         if (lw.wantsSample(p)) {
-            lw.ackReqSent(p.psn, qp.fabric.clock.nanoTime());
+            lw.ackReqSent(p.psn, qp.fabric.clock.nanoTime(), anyResponse);
         }
     }
 

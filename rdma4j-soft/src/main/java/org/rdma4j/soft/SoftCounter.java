@@ -124,7 +124,14 @@ public enum SoftCounter {
      * Sequence NAKs that arrived within a round trip of a go-back-N against a responder that drops what follows a
      * gap: about packets sent before it, which it sends again anyway, so they started no resend.
      */
-    SEQ_NAKS_COVERED;
+    SEQ_NAKS_COVERED,
+    /**
+     * Sequence NAKs at the PSN the current resend started at (the repeat for a resend that lost its first packet)
+     * that arrived within a round trip of that resend's start, any responder: not an answer to the resend's own
+     * packets (a duplicated NAK, or one the responder sent for an earlier copy), so they started no resend and
+     * counted no retry (docs/roce.md, "Loss recovery").
+     */
+    SEQ_NAKS_EARLY;
 
     /** {@return whether the counter counts dropped packets (each count is a JFR event and a log line)} */
     public boolean isDrop() {

@@ -177,6 +177,29 @@ class SoftNetemReorderTest {
         assertTrue(((SoftQp) pair.b.qp).responder.nakThreshold > Responder.NAK_THRESHOLD, c);
     }
 
+    /**
+     * The impairments of the tools' two-process row "all four" (ImpairedTwoProcessTest: netem's {@code loss 5%
+     * duplicate 2% corrupt 1% delay 1ms reorder 5%} both ways; corruption is one more loss here), into our own
+     * responder, which holds what follows a gap and repeats its NAK when a request below the previous arrival comes
+     * in before an AckReq one. Reordered and duplicated requests of the stream sent before the resend make it
+     * repeat the NAK several times within one round trip, all arriving before the resend could have been answered:
+     * each started another resend and counted a retry without progress, and seed 5 failed RETRY_EXC_ERR (retry_cnt
+     * 6) after 11 NAK-driven resends; the others took 247-288 NAK-driven resends and came within one retry of
+     * failing. Now a repeat that arrives within a round trip of the resend's start is ignored (SEQ_NAKS_EARLY), for
+     * every kind of responder (docs/roce.md, "Loss recovery").
+     */
+    @ParameterizedTest(name = "seed {0}")
+    @ValueSource(longs = {5, 9, 10})
+    void aStreamOfWritesUnderAllFourImpairmentsCountsNoEarlyRepeatAsARetry(long seed) {
+        pair = netemPair(seed, 0.05, 0.05);
+        pair.link.faults(new FaultInjectingLink.Faults(0, 0.02, 0, 0, 0, 1));
+        writes(6);
+        String c = counts(pair) + ", early repeats ignored " + pair.a.dev.counter(SoftCounter.SEQ_NAKS_EARLY);
+        System.out.println("SoftNetemReorderTest writes, loss, duplication and reorder, seed " + seed + ": " + c);
+        assertTrue(pair.a.dev.counter(SoftCounter.SEQ_NAKS_EARLY) > 0, () -> "no early repeat seen: " + c);
+        assertTrue(pair.a.dev.counter(SoftCounter.RETRY_NAKS) <= 220, () -> "NAK-driven resends: " + c);
+    }
+
     /** ib_write_bw -s 65536: rounds of 30 RDMA WRITEs of 64 KiB posted at once, every byte compared at the end. */
     private void writes(int rounds) {
         int n = 30;
