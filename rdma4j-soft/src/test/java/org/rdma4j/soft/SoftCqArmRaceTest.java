@@ -66,7 +66,7 @@ class SoftCqArmRaceTest {
         boolean[] seen = new boolean[CQS];
         boolean[] evented = new boolean[CQS];
         WorkCompletion wc = new WorkCompletion();
-        Barrier barrier = new Barrier();
+        RoundBarrier barrier = new RoundBarrier();
         AtomicReference<Throwable> producerFailed = new AtomicReference<>();
         Thread producer = new Thread(() -> {
             try {
@@ -74,11 +74,11 @@ class SoftCqArmRaceTest {
                     for (SoftCq cq : cqs) {
                         assertTrue(cq.post(r, WcStatus.SUCCESS, WcOpcode.RECV, 8, 0, 1, 0, 0, false));
                     }
-                    barrier.producerDone(r);
+                    barrier.partnerDone(r);
                 }
             } catch (Throwable t) {
                 producerFailed.set(t);
-                barrier.producerDone(Integer.MAX_VALUE);
+                barrier.partnerDone(Integer.MAX_VALUE);
             }
         }, "cq-producer");
         producer.setDaemon(true);
@@ -96,7 +96,7 @@ class SoftCqArmRaceTest {
                     cq.reqNotify(false);
                     seen[i] = cq.poll(wc);
                 }
-                barrier.awaitProducer(round, start + MAX_NS + 10_000_000_000L);
+                barrier.awaitPartner(round, start + MAX_NS + 10_000_000_000L, "producer");
                 if (producerFailed.get() != null) {
                     throw new AssertionError("the producer failed", producerFailed.get());
                 }
@@ -151,44 +151,5 @@ class SoftCqArmRaceTest {
             }
         }
         throw new AssertionError("an event for a CQ of no round: " + cq);
-    }
-
-    /** Two threads, rounds started together; spins only (the test bounds every wait in time). */
-    private static final class Barrier {
-        private volatile int started;
-        private volatile int done;
-        private volatile boolean stopped;
-
-        void start(int round) {
-            started = round;
-        }
-
-        /** @return false once stopped */
-        boolean awaitStart(int round) {
-            while (started < round) {
-                if (stopped) {
-                    return false;
-                }
-                Thread.onSpinWait();
-            }
-            return !stopped;
-        }
-
-        void producerDone(int round) {
-            done = round;
-        }
-
-        void awaitProducer(int round, long deadline) {
-            while (done < round) {
-                if (System.nanoTime() - deadline > 0) {
-                    throw new AssertionError("the producer did not finish round " + round);
-                }
-                Thread.onSpinWait();
-            }
-        }
-
-        void stop() {
-            stopped = true;
-        }
     }
 }

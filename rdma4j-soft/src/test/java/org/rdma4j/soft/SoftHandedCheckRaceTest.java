@@ -71,7 +71,7 @@ class SoftHandedCheckRaceTest {
         for (int k = 1; k < QPS; k++) {
             order[k] = QPS - k;
         }
-        Barrier barrier = new Barrier();
+        RoundBarrier barrier = new RoundBarrier();
         AtomicReference<Throwable> senderFailed = new AtomicReference<>();
         Thread sender = new Thread(() -> {
             try {
@@ -85,11 +85,11 @@ class SoftHandedCheckRaceTest {
                         assertTrue(qp.inbox.offer(p), "inbox full");
                         timers.handedOver(qp);
                     }
-                    barrier.senderDone(r);
+                    barrier.partnerDone(r);
                 }
             } catch (Throwable t) {
                 senderFailed.set(t);
-                barrier.senderDone(Integer.MAX_VALUE);
+                barrier.partnerDone(Integer.MAX_VALUE);
             }
         }, "handing-sender");
         sender.setDaemon(true);
@@ -107,7 +107,7 @@ class SoftHandedCheckRaceTest {
                 round++;
                 barrier.start(round);
                 clock.advance(1); // the service's check, on this thread
-                barrier.awaitSender(round, start + MAX_NS + 10_000_000_000L);
+                barrier.awaitPartner(round, start + MAX_NS + 10_000_000_000L, "sender");
                 if (senderFailed.get() != null) {
                     throw new AssertionError("the sender failed", senderFailed.get());
                 }
@@ -139,44 +139,5 @@ class SoftHandedCheckRaceTest {
         assertTrue(!sender.isAlive(), "the sender did not stop");
         System.out.println("SoftHandedCheckRaceTest: " + round + " rounds, " + trials + " trials, " + kept
                 + " with the packet left for a later check, none lost");
-    }
-
-    /** Two threads, rounds started together; spins only (the test bounds every wait in time). */
-    private static final class Barrier {
-        private volatile int started;
-        private volatile int done;
-        private volatile boolean stopped;
-
-        void start(int round) {
-            started = round;
-        }
-
-        /** @return false once stopped */
-        boolean awaitStart(int round) {
-            while (started < round) {
-                if (stopped) {
-                    return false;
-                }
-                Thread.onSpinWait();
-            }
-            return !stopped;
-        }
-
-        void senderDone(int round) {
-            done = round;
-        }
-
-        void awaitSender(int round, long deadline) {
-            while (done < round) {
-                if (System.nanoTime() - deadline > 0) {
-                    throw new AssertionError("the sender did not finish round " + round);
-                }
-                Thread.onSpinWait();
-            }
-        }
-
-        void stop() {
-            stopped = true;
-        }
     }
 }
