@@ -374,28 +374,12 @@ public final class PingPongOptions {
         sb.append("  -i, --ib-port=<port>   use port <port> of IB device (default 1)\n");
         switch (kind) {
             case RC -> {
-                sb.append("  -s, --size=<size>      size of message to exchange (default 4096)\n");
-                sb.append("  -m, --mtu=<size>       path MTU (default 1024)\n");
-                sb.append("  -r, --rx-depth=<dep>   number of receives to post at a time (default 500)\n");
-                sb.append("  -n, --iters=<iters>    number of exchanges (default 1000)\n");
-                sb.append("  -l, --sl=<sl>          service level value\n");
-                sb.append("  -e, --events           sleep on CQ events (default poll)\n");
-                sb.append("  -g, --gid-idx=<gid index> local port gid index\n");
-                sb.append("  -c, --chk              validate received buffer\n");
+                connectedOptions(sb);
                 sb.append("  -N, --new_send         use new post send WR API (same requests here)\n");
                 sb.append("  -o, -O, -P, -t, -j, -U are rdma-core's ODP, timestamp, device-memory and CoCo options;\n");
                 sb.append("                         the verbs API offers none of these, so they are refused\n");
             }
-            case UC -> {
-                sb.append("  -s, --size=<size>      size of message to exchange (default 4096)\n");
-                sb.append("  -m, --mtu=<size>       path MTU (default 1024)\n");
-                sb.append("  -r, --rx-depth=<dep>   number of receives to post at a time (default 500)\n");
-                sb.append("  -n, --iters=<iters>    number of exchanges (default 1000)\n");
-                sb.append("  -l, --sl=<sl>          service level value\n");
-                sb.append("  -e, --events           sleep on CQ events (default poll)\n");
-                sb.append("  -g, --gid-idx=<gid index> local port gid index\n");
-                sb.append("  -c, --chk              validate received buffer\n");
-            }
+            case UC -> connectedOptions(sb);
             case UD -> {
                 sb.append("  -s, --size=<size>      size of message to exchange (default 1024)\n");
                 sb.append("  -r, --rx-depth=<dep>   number of receives to post at a time (default 500)\n");
@@ -431,5 +415,17 @@ public final class PingPongOptions {
         sb.append("                         their buffer); a difference is reported and the exit status is 1\n");
         sb.append("  -h, --help             this text\n");
         return sb.toString();
+    }
+
+    /** The options rc_pingpong and uc_pingpong share, in the order both print them. */
+    private static void connectedOptions(StringBuilder sb) {
+        sb.append("  -s, --size=<size>      size of message to exchange (default 4096)\n");
+        sb.append("  -m, --mtu=<size>       path MTU (default 1024)\n");
+        sb.append("  -r, --rx-depth=<dep>   number of receives to post at a time (default 500)\n");
+        sb.append("  -n, --iters=<iters>    number of exchanges (default 1000)\n");
+        sb.append("  -l, --sl=<sl>          service level value\n");
+        sb.append("  -e, --events           sleep on CQ events (default poll)\n");
+        sb.append("  -g, --gid-idx=<gid index> local port gid index\n");
+        sb.append("  -c, --chk              validate received buffer\n");
     }
 }
