@@ -40,6 +40,7 @@ import static org.rdma4j.cm.IbCmId.State.TIMEWAIT;
  * GUID is the device's node GUID, TIDs are {@code hi_tid << 32 | local comm ID} ({@code cm_form_tid}).
  */
 final class IbCm implements MadLayer.Agent {
+    private static final System.Logger LOG = System.getLogger("org.rdma4j.cm");
     /** {@code IB_CM_MRA_FLAG_DELAY}: change the state as if an MRA were sent, without sending it. */
     static final int MRA_FLAG_DELAY = 0x80;
     /** The hi_tid of the CM's MAD agent. */
@@ -530,7 +531,7 @@ final class IbCm implements MadLayer.Agent {
         byte[] rm = r.mad();
         IbCmId id = acquire(Mad.get32(rm, CmMsg.REMOTE_COMM_ID), Mad.get32(rm, CmMsg.LOCAL_COMM_ID));
         if (id == null) {
-            cm.count(CmCounter.CM_DROP_UNMATCHED);
+            dropUnmatched(r);
             return;
         }
         cm.count(CmCounter.CM_DUPLICATE_REP);
@@ -564,7 +565,7 @@ final class IbCm implements MadLayer.Agent {
         byte[] m = r.mad();
         IbCmId id = acquire(Mad.get32(m, CmMsg.REMOTE_COMM_ID), Mad.get32(m, CmMsg.LOCAL_COMM_ID));
         if (id == null) {
-            cm.count(CmCounter.CM_DROP_UNMATCHED);
+            dropUnmatched(r);
             return;
         }
         if (id.state != REP_SENT && id.state != MRA_REP_RCVD) {
@@ -633,7 +634,7 @@ final class IbCm implements MadLayer.Agent {
             default -> null;
         };
         if (id == null) {
-            cm.count(CmCounter.CM_DROP_UNMATCHED);
+            dropUnmatched(r);
             return;
         }
         long timeout = CmMsg.convertToMs(Mad.bits(m, CmMsg.MRA_BYTE33, 3, 5)) + CmMsg.convertToMs(id.avTimeout);
@@ -707,7 +708,7 @@ final class IbCm implements MadLayer.Agent {
         byte[] m = r.mad();
         IbCmId id = acquireRejected(m);
         if (id == null) {
-            cm.count(CmCounter.CM_DROP_UNMATCHED);
+            dropUnmatched(r);
             return;
         }
         int reason = Mad.get16(m, CmMsg.REJ_REASON);
@@ -813,7 +814,7 @@ final class IbCm implements MadLayer.Agent {
         byte[] m = r.mad();
         IbCmId id = acquire(Mad.get32(m, CmMsg.REMOTE_COMM_ID), Mad.get32(m, CmMsg.LOCAL_COMM_ID));
         if (id == null) {
-            cm.count(CmCounter.CM_DROP_UNMATCHED);
+            dropUnmatched(r);
             return;
         }
         if (id.state != DREQ_SENT && id.state != DREQ_RCVD) {
@@ -831,6 +832,22 @@ final class IbCm implements MadLayer.Agent {
     }
 
     // ------------------------------------------------------------------ MAD agent
+
+    /**
+     * Counts a message that matches no local communication ({@link CmCounter#CM_DROP_UNMATCHED}) and says which
+     * at FINE: its type, its comm IDs, its TID and the port, so a run that counts many can tell them apart
+     * ({@code -Djava.util.logging.config.file} with {@code org.rdma4j.cm.level=FINE}).
+     */
+    void dropUnmatched(MadRecv r) {
+        cm.count(CmCounter.CM_DROP_UNMATCHED);
+        if (LOG.isLoggable(System.Logger.Level.DEBUG)) {
+            byte[] m = r.mad();
+            LOG.log(System.Logger.Level.DEBUG, "CM drops an unmatched {0} on {1} from {2}: local comm ID 0x{3},"
+                            + " remote comm ID 0x{4}, TID 0x{5}", CmMsg.name(Mad.attrId(m)), r.port(), r.sgid(),
+                    Integer.toHexString(Mad.get32(m, CmMsg.LOCAL_COMM_ID)),
+                    Integer.toHexString(Mad.get32(m, CmMsg.REMOTE_COMM_ID)), Long.toHexString(Mad.tid(m)));
+        }
+    }
 
     /** {@code cm_recv_handler}: by attribute ID. */
     @Override

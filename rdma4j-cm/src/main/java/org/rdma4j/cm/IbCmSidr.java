@@ -104,7 +104,7 @@ final class IbCmSidr {
         byte[] m = r.mad();
         IbCmId id = ibcm.acquire(Mad.get32(m, CmMsg.SIDR_REQUEST_ID), 0);
         if (id == null) {
-            ibcm.cm.count(CmCounter.CM_DROP_UNMATCHED);
+            ibcm.dropUnmatched(r);
             return;
         }
         if (id.state != SIDR_REQ_SENT) {

@@ -157,6 +157,41 @@ class IbCmProtocolTest {
         }
     }
 
+    /**
+     * What bench/cm-bench's accept rounds count once per connection: closing a connected ID without
+     * {@code rdma_disconnect} sends one DREQ and forgets the ID ({@code cm_destroy_id}: ESTABLISHED -> DREQ
+     * sent -> DREQ_SENT -> TIMEWAIT -> erased from the local ID table), so the peer's DREP finds no ID and is
+     * dropped as unmatched, as {@code cm_drep_handler}'s failed {@code cm_acquire_id} drops it. Nothing is
+     * resent: the DREQ's retransmission is cancelled with the ID.
+     */
+    @Test
+    void theDrepAnsweringTheDreqOfAClosedIdIsDroppedUnmatchedOnceAndNothingIsResent() {
+        try (CmPair p = new CmPair(45)) {
+            p.listen();
+            CmId c = p.connect();
+            CmId s = p.accept();
+            p.expectAck(0, CmEventType.ESTABLISHED);
+            p.expectAck(1, CmEventType.ESTABLISHED);
+            c.destroyQp();
+            c.close(); // no rdma_disconnect first
+            p.expectAck(1, CmEventType.DISCONNECTED);
+            s.disconnect(); // B's DREP, to an ID A no longer has
+            p.settle();
+            assertEquals(1, p.tap[0].of(CmMsg.DREQ).size());
+            assertEquals(1, p.tap[1].of(CmMsg.DREP).size());
+            assertEquals(1, p.cm[0].counter(CmCounter.CM_DROP_UNMATCHED), "the DREP");
+            assertEquals(0, p.cm[1].counter(CmCounter.CM_DROP_UNMATCHED));
+            p.advance(ms(70_000), ms(1000)); // past every DREQ retransmission and TIMEWAIT
+            assertEquals(1, p.tap[0].of(CmMsg.DREQ).size(), "the DREQ of a destroyed ID is not resent");
+            assertEquals(0, p.cm[0].counter(CmCounter.MAD_RETRANSMISSIONS));
+            assertEquals(0, p.cm[1].counter(CmCounter.MAD_RETRANSMISSIONS));
+            assertEquals(1, p.cm[0].counter(CmCounter.CM_DROP_UNMATCHED));
+            assertEquals(0, p.cm[0].counter(CmCounter.CM_DUPLICATE_DREQ) + p.cm[1].counter(CmCounter.CM_DUPLICATE_DREQ));
+            p.expectAck(1, CmEventType.TIMEWAIT_EXIT);
+            assertNull(p.poll(0));
+        }
+    }
+
     @Test
     void aDreqInTimewaitIsAnsweredWithTheDrepAgain() {
         try (CmPair p = new CmPair(25)) {
