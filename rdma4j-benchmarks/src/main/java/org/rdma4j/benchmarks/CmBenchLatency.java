@@ -13,6 +13,8 @@ import static org.rdma4j.benchmarks.CmBench.median;
 import static org.rdma4j.benchmarks.CmBench.row;
 
 import java.lang.foreign.Arena;
+import java.lang.management.GarbageCollectorMXBean;
+import java.lang.management.ManagementFactory;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.Socket;
@@ -62,7 +64,11 @@ final class CmBenchLatency {
         long[] cold = new long[Math.min(COLD, warm)];
         try (CmEventChannel ch = cm.createEventChannel()) {
             ProtectionDomain pd = null;
+            long[] gcAtStart = null;
             for (int i = -warm; i < n; i++) {
+                if (i == 0) {
+                    gcAtStart = gc();
+                }
                 long t0 = System.nanoTime();
                 CmId id = ch.createId(PortSpace.TCP);
                 id.resolveAddr(null, dst, Duration.ofSeconds(2));
@@ -109,6 +115,7 @@ final class CmBenchLatency {
                     tcp[i] = System.nanoTime() - s0;
                 }
             }
+            long[] gcAtEnd = gc();
             long[] rtt = pingRtt(ch, dst, pd, n);
             System.out.printf(Locale.ROOT, "cm connect+disconnect cycles: %d (after %d warm-up), load %s%n", n, warm, load());
             row("total (create..destroy)", total);
@@ -119,6 +126,11 @@ final class CmBenchLatency {
             row("  connect + disconnect (REQ..DISC.)", connDisc);
             if (cold.length > 0) {
                 row("  connect, first " + cold.length + " of a new process", cold);
+            }
+            if (gcAtStart != null) {
+                System.out.printf(Locale.ROOT, "  this process's GC during the measured cycles: %d collections, %d ms"
+                        + " (a pause lands in at most that many cycles)%n", gcAtEnd[0] - gcAtStart[0],
+                        gcAtEnd[1] - gcAtStart[1]);
             }
             row("baseline: tcp connect+close", tcp);
             row("baseline: 8-byte SEND round trip", rtt);
@@ -132,6 +144,17 @@ final class CmBenchLatency {
                 pd.close();
             }
         }
+    }
+
+    /** {@return the collections and the milliseconds spent collecting so far, over every collector} */
+    private static long[] gc() {
+        long count = 0;
+        long ms = 0;
+        for (GarbageCollectorMXBean b : ManagementFactory.getGarbageCollectorMXBeans()) {
+            count += Math.max(0, b.getCollectionCount());
+            ms += Math.max(0, b.getCollectionTime());
+        }
+        return new long[] {count, ms};
     }
 
     /**
