@@ -80,8 +80,8 @@ final class CmBenchAccept {
     /**
      * What the teardown's {@code cm_drop_unmatched} is: the client closes its connected IDs without
      * {@code rdma_disconnect}, so each close sends a DREQ and forgets the ID, and the listener's DREP then finds
-     * no ID, one per connection, as Linux's {@code cm_drep_handler} drops it (docs/cm.md, "What the counters
-     * count"). Any other drop, and any while accepting, is worth a look.
+     * no ID, one per connection, as Linux's {@code cm_drep_handler} drops it (docs/cm.md, "Counters").
+     * Any other drop, and any while accepting, is worth a look.
      */
     private static final String TEARDOWN_NOTE = "  (cm_drop_unmatched: %d expected, the DREPs answering the DREQs"
             + " that closing the connected client IDs sent)";
