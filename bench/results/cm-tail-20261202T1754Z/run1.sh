@@ -15,6 +15,7 @@ if read -r -t 60 line <&"${SERVER[0]}"; then break; fi
 echo "serve did not start (attempt $attempt)"; kill $spid 2>/dev/null; wait $spid 2>/dev/null
 done
 echo "$label load $(cut -d' ' -f1-3 /proc/loadavg)" > $out/$label.txt
+if [[ -n "${RENICE:-}" ]]; then /tmp/cmh/renice.sh $RENICE > $out/$label.renice 2>&1 & fi
 RDMA4J_DEVICES="rxe1=127.0.0.2@$udp" timeout 300 $J --enable-native-access=ALL-UNNAMED ${COPTS:-} -cp $jar -Drdma4j.soft.devices=0 \
     org.rdma4j.benchmarks.CmBench latency $n 127.0.0.1 $cmport $tcpport >> $out/$label.txt 2>$out/$label.client.err || echo "client failed rc=$?" >> $out/$label.txt
 echo "end load $(cut -d' ' -f1-3 /proc/loadavg)" >> $out/$label.txt
