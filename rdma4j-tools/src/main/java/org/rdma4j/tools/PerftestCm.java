@@ -522,16 +522,33 @@ final class PerftestCm {
         }
 
         /**
-         * rdma_cm_server_connection: bind the port again, listen, and for each of {@code n} requests create the
-         * QP and accept (no wait for ESTABLISHED); then destroy the listener.
+         * The server's half of rdma_cm_server_connection that must come first: bind the port again and listen,
+         * before the hand-shake that lets the client connect. perftest's client connects its test QPs as soon as
+         * that hand-shake is done, and over iWARP siw's connect is a TCP connect that is refused (ECONNREFUSED,
+         * REJECTED at the client) when nothing listens yet; the client's retry path of perftest 4.5 then crashes.
+         * Listening early changes nothing on the wire for a client that waits.
          */
-        static TestQps accept(RdmaCm cm, InetSocketAddress bind, int n, int depth, int retry, QpFactory f,
-                              StopSignal stop, PerftestWire.Transport control) throws IOException {
+        static TestQps listen(RdmaCm cm, InetSocketAddress bind, int n) {
             TestQps t = new TestQps(cm.createEventChannel(), false);
             try {
                 t.listen = t.channel.createId(PortSpace.TCP);
                 t.listen.bindAddr(bind);
                 t.listen.listen(n);
+                return t;
+            } catch (RuntimeException e) {
+                t.close();
+                throw e;
+            }
+        }
+
+        /**
+         * The rest of rdma_cm_server_connection, on a {@link #listen listening} set: for each of {@code n}
+         * requests create the QP and accept (no wait for ESTABLISHED); then destroy the listener.
+         */
+        void acceptAll(int n, int depth, int retry, QpFactory f, StopSignal stop, PerftestWire.Transport control)
+                throws IOException {
+            TestQps t = this;
+            try {
                 boolean resourcesMade = false;
                 for (int i = 0; i < n; ) {
                     CmEvent got = t.channel.getEvent(CmExamples.EVENT_SLICE);
@@ -562,7 +579,6 @@ final class PerftestCm {
                 }
                 t.listen.close();
                 t.listen = null;
-                return t;
             } catch (IOException | RuntimeException e) {
                 t.close();
                 throw e;

@@ -147,6 +147,11 @@ final class PerftestSetup {
      */
     void connectTestQps(PortAttributes pa) throws IOException {
         PerftestFormat.Dest zero = new PerftestFormat.Dest(0, 0, 0, 0, 0, new byte[16], 0);
+        org.rdma4j.verbs.cm.RdmaCm cm = org.rdma4j.verbs.cm.RdmaCm.system();
+        if (!side.client) {
+            // listening before the hand-shake: the client connects right after it (see TestQps.listen)
+            side.cmQps = PerftestCm.TestQps.listen(cm, side.cmBind, o.numQps);
+        }
         side.ch.handShake(zero, side.withGid);
         int n = o.numQps;
         int depth = o.verb == Verb.READ || o.verb == Verb.ATOMIC ? side.outReads : 0;
@@ -169,11 +174,10 @@ final class PerftestSetup {
                 return side.pd;
             }
         };
-        org.rdma4j.verbs.cm.RdmaCm cm = org.rdma4j.verbs.cm.RdmaCm.system();
         if (side.client) {
             side.cmQps = PerftestCm.TestQps.connect(cm, side.cmSource, side.cmBind, n, depth, o.retryCount, f, stop);
         } else {
-            side.cmQps = PerftestCm.TestQps.accept(cm, side.cmBind, n, depth, o.retryCount, f, stop, side.control);
+            side.cmQps.acceptAll(n, depth, o.retryCount, f, stop, side.control);
         }
         side.qps = side.cmQps.qps();
         if (!side.client && o.connection.equals("RC")) {
