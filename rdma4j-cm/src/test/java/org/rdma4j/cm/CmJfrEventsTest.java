@@ -16,7 +16,6 @@ import jdk.jfr.consumer.RecordingFile;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.rdma4j.verbs.cm.CmEventType;
-import org.rdma4j.verbs.cm.CmId;
 
 /**
  * Every rdma_cm event the user-space CM delivers is also a JFR event {@code org.rdma4j.CmEvent}: its
@@ -37,16 +36,12 @@ class CmJfrEventsTest {
             r.enable("org.rdma4j.CmEvent");
             r.start();
             try (CmPair p = new CmPair(7)) {
-                p.listen();
-                CmId c = p.connect();
-                CmId s = p.accept();
-                p.expectAck(0, CmEventType.ESTABLISHED);
-                p.expectAck(1, CmEventType.ESTABLISHED);
-                clientQpn = c.qp().qpNum();
-                serverQpn = s.qp().qpNum();
+                CmPair.Conn conn = p.establish();
+                clientQpn = conn.client().qp().qpNum();
+                serverQpn = conn.server().qp().qpNum();
                 clientIp = p.ip(0).getHostAddress();
                 serverIp = p.ip(1).getHostAddress();
-                c.disconnect();
+                conn.client().disconnect();
                 p.expectAck(1, CmEventType.DISCONNECTED);
             }
             r.stop();

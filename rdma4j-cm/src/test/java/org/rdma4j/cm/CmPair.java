@@ -213,6 +213,23 @@ final class CmPair implements AutoCloseable {
         return s;
     }
 
+    /** A connection up on both hosts: A's connecting ID and the ID B accepted. */
+    record Conn(CmId client, CmId server) {
+    }
+
+    /**
+     * {@link #listen}, {@link #connect}, {@link #accept}, then both hosts' ESTABLISHED, acknowledged: the
+     * start of every test of what a live connection does. Tap rules set before it apply to the handshake.
+     */
+    Conn establish() {
+        listen();
+        CmId c = connect();
+        CmId s = accept();
+        expectAck(0, CmEventType.ESTABLISHED);
+        expectAck(1, CmEventType.ESTABLISHED);
+        return new Conn(c, s);
+    }
+
     @Override
     public void close() {
         for (CmId id : ids) {

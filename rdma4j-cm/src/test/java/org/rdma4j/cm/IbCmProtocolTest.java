@@ -117,16 +117,12 @@ class IbCmProtocolTest {
     void aLostDreqIsResent() {
         try (CmPair p = new CmPair(5)) {
             p.tap[0].drop = (a, n) -> a == CmMsg.DREQ && n == 0;
-            p.listen();
-            CmId c = p.connect();
-            CmId s = p.accept();
-            p.expectAck(0, CmEventType.ESTABLISHED);
-            p.expectAck(1, CmEventType.ESTABLISHED);
-            c.disconnect();
+            CmPair.Conn conn = p.establish();
+            conn.client().disconnect();
             assertNull(p.poll(1), "the DREQ was lost");
             p.advance(ms(4608)); // the active side's timeout_ms
             p.expectAck(1, CmEventType.DISCONNECTED);
-            s.disconnect();
+            conn.server().disconnect();
             p.expectAck(0, CmEventType.DISCONNECTED);
             assertEquals(2, p.tap[0].of(CmMsg.DREQ).size());
         }
@@ -137,19 +133,15 @@ class IbCmProtocolTest {
         try (CmPair p = new CmPair(15)) {
             p.tap[1].drop = (a, n) -> a == CmMsg.DREP && n == 0;
             p.tap[0].hold = (a, n) -> a == CmMsg.DREQ && n == 1; // the first retransmission comes late
-            p.listen();
-            CmId c = p.connect();
-            CmId s = p.accept();
-            p.expectAck(0, CmEventType.ESTABLISHED);
-            p.expectAck(1, CmEventType.ESTABLISHED);
-            c.disconnect();
+            CmPair.Conn conn = p.establish();
+            conn.client().disconnect();
             p.expectAck(1, CmEventType.DISCONNECTED);
-            s.disconnect(); // its DREP is lost; B is in TIMEWAIT for 512 ms
+            conn.server().disconnect(); // its DREP is lost; B is in TIMEWAIT for 512 ms
             p.advance(ms(4608)); // A resends its DREQ; the tap holds it
             p.release(0); // ... and delivers it while B is in TIMEWAIT? No: 4.6 s > 512 ms, B left TIMEWAIT
             p.expectAck(1, CmEventType.TIMEWAIT_EXIT);
             assertNull(p.poll(0), "an IDLE ID ignores the DREQ (cm_dreq_handler)");
-            s.close(); // once B's ID is gone, cm_dreq_handler finds no ID and answers anyway (cm_issue_drep)
+            conn.server().close(); // once B's ID is gone, cm_dreq_handler finds no ID and answers anyway (cm_issue_drep)
             p.advance(ms(4608));
             p.expectAck(0, CmEventType.DISCONNECTED);
             assertTrue(p.cm[1].counter(CmCounter.CM_DUPLICATE_DREQ) >= 1);
@@ -167,15 +159,11 @@ class IbCmProtocolTest {
     @Test
     void theDrepAnsweringTheDreqOfAClosedIdIsDroppedUnmatchedOnceAndNothingIsResent() {
         try (CmPair p = new CmPair(45)) {
-            p.listen();
-            CmId c = p.connect();
-            CmId s = p.accept();
-            p.expectAck(0, CmEventType.ESTABLISHED);
-            p.expectAck(1, CmEventType.ESTABLISHED);
-            c.destroyQp();
-            c.close(); // no rdma_disconnect first
+            CmPair.Conn conn = p.establish();
+            conn.client().destroyQp();
+            conn.client().close(); // no rdma_disconnect first
             p.expectAck(1, CmEventType.DISCONNECTED);
-            s.disconnect(); // B's DREP, to an ID A no longer has
+            conn.server().disconnect(); // B's DREP, to an ID A no longer has
             p.settle();
             assertEquals(1, p.tap[0].of(CmMsg.DREQ).size());
             assertEquals(1, p.tap[1].of(CmMsg.DREP).size());
@@ -196,14 +184,10 @@ class IbCmProtocolTest {
     void aDreqInTimewaitIsAnsweredWithTheDrepAgain() {
         try (CmPair p = new CmPair(25)) {
             p.tap[1].drop = (a, n) -> a == CmMsg.DREP && n == 0;
-            p.listen();
-            CmId c = p.connect();
-            CmId s = p.accept();
-            p.expectAck(0, CmEventType.ESTABLISHED);
-            p.expectAck(1, CmEventType.ESTABLISHED);
-            c.disconnect();
+            CmPair.Conn conn = p.establish();
+            conn.client().disconnect();
             p.expectAck(1, CmEventType.DISCONNECTED);
-            s.disconnect();
+            conn.server().disconnect();
             byte[] dreq = p.tap[0].of(CmMsg.DREQ).getFirst().mad();
             MadPort a = p.cm[0].ports().getFirst();
             CmAv toB = new CmAv(a, p.dev[1].open().queryGid(1, 0), 0, 64, 0, 0, 0);
@@ -217,13 +201,9 @@ class IbCmProtocolTest {
     @Test
     void anUnansweredDreqEndsInDisconnectedWithTimeout() {
         try (CmPair p = new CmPair(35)) {
-            p.listen();
-            CmId c = p.connect();
-            p.accept();
-            p.expectAck(0, CmEventType.ESTABLISHED);
-            p.expectAck(1, CmEventType.ESTABLISHED);
+            CmPair.Conn conn = p.establish();
             p.tap[1].drop = (a, n) -> true; // B goes silent (its application never calls rdma_disconnect anyway)
-            c.disconnect();
+            conn.client().disconnect();
             p.advance(ms(4608 * 15), ms(4608));
             assertNull(p.poll(0));
             p.advance(ms(4608));
@@ -236,14 +216,10 @@ class IbCmProtocolTest {
     @Test
     void timewaitLastsConvertOfTheAckTimeout() {
         try (CmPair p = new CmPair(6)) {
-            p.listen();
-            CmId c = p.connect();
-            CmId s = p.accept();
-            p.expectAck(0, CmEventType.ESTABLISHED);
-            p.expectAck(1, CmEventType.ESTABLISHED);
-            c.disconnect();
+            CmPair.Conn conn = p.establish();
+            conn.client().disconnect();
             p.expectAck(1, CmEventType.DISCONNECTED);
-            s.disconnect();
+            conn.server().disconnect();
             p.expectAck(0, CmEventType.DISCONNECTED);
             p.advance(ms(510));
             assertNull(p.poll(0));
@@ -257,11 +233,7 @@ class IbCmProtocolTest {
     @Test
     void aReqFromTheQpOfALiveConnectionIsStaleAndTearsItDown() {
         try (CmPair p = new CmPair(7)) {
-            p.listen();
-            CmId c = p.connect();
-            CmId s = p.accept();
-            p.expectAck(0, CmEventType.ESTABLISHED);
-            p.expectAck(1, CmEventType.ESTABLISHED);
+            CmPair.Conn conn = p.establish();
             // a REQ with a fresh comm ID from the same CA GUID and QPN (a peer that restarted and reused its QPN)
             byte[] req = p.tap[0].of(CmMsg.REQ).getFirst().mad().clone();
             Mad.put32(req, CmMsg.LOCAL_COMM_ID, 0x1234_5678);
@@ -274,10 +246,11 @@ class IbCmProtocolTest {
             assertEquals(10, Mad.get16(rejs.getFirst().mad(), CmMsg.REJ_REASON), "IB_CM_REJ_STALE_CONN");
             assertEquals(1, p.cm[1].counter(CmCounter.CM_STALE_CONNECTIONS));
             p.expectAck(0, CmEventType.DISCONNECTED); // ... and a DREQ on the old connection
-            c.disconnect();
-            assertEquals(QpState.ERR, c.qp().state());
+            conn.client().disconnect();
+            assertEquals(QpState.ERR, conn.client().qp().state());
             p.expectAck(1, CmEventType.DISCONNECTED);
-            assertEquals(QpState.RTS, s.qp().state(), "rdma_cm leaves the QP to the application's rdma_disconnect");
+            assertEquals(QpState.RTS, conn.server().qp().state(),
+                    "rdma_cm leaves the QP to the application's rdma_disconnect");
         }
     }
 
