@@ -25,6 +25,8 @@ final class PerftestBw extends PerftestRunner {
     private final int txDepth;
     private final int cqMod;
     private final List<PerftestFormat.Report> reports;
+    /** ib_send_bw on iWARP: perftest's receive credits, or null. */
+    private final PerftestCredit credit;
 
     /** A runner on {@code side}, whose QPs are connected. */
     PerftestBw(PerftestSide side) {
@@ -33,6 +35,7 @@ final class PerftestBw extends PerftestRunner {
         this.txDepth = side.txDepth;
         this.cqMod = side.cqMod;
         this.reports = side.results.reports;
+        this.credit = side.credit;
     }
 
     @Override
@@ -67,6 +70,9 @@ final class PerftestBw extends PerftestRunner {
                     side.postReceives(size);
                 }
                 ch.handShake(my[0], withGid);
+                if (credit != null) {
+                    credit.reset(); // send_bw.c: every size starts with no credit (the server counts anew)
+                }
             } else if (o.warmUp) {
                 runClientBw(size, true, false, 0, 0, unit);
             }
@@ -189,7 +195,8 @@ final class PerftestBw extends PerftestRunner {
                     continue;
                 }
                 while ((duration ? state != 3 : scnt[q] < iters && totscnt < totIters)
-                        && scnt[q] + post <= txDepth + ccnt[q]) {
+                        && scnt[q] + post <= txDepth + ccnt[q]
+                        && (credit == null || credit.mayPost(q, scnt[q], post))) {
                     for (int l = 0; l < post; l++) {
                         long k = scnt[q] + l;
                         boolean signaled = (k % cqMod == cqMod - 1) || (!duration && k == iters - 1);
@@ -309,6 +316,7 @@ final class PerftestBw extends PerftestRunner {
         long iters = o.iters;
         long totIters = iters * numQps;
         long[] posted = new long[numQps];
+        long[] rcntQp = new long[numQps];
         RecvWorkRequest[] rwrs = new RecvWorkRequest[numQps];
         for (int q = 0; q < numQps; q++) {
             posted[q] = rxDepth;
@@ -368,6 +376,10 @@ final class PerftestBw extends PerftestRunner {
                         }
                         posted[q]++;
                     }
+                    rcntQp[q]++;
+                    if (credit != null) {
+                        credit.received(qps[q], side.sendCq, q, rcntQp[q]);
+                    }
                 }
                 if (progress != null) {
                     progress.update(now, duration ? now - first : rcnt);
@@ -399,6 +411,9 @@ final class PerftestBw extends PerftestRunner {
             progress.clear();
         }
         long now = System.nanoTime();
+        if (credit != null) {
+            credit.drain(side.sendCq); // clean_scq_credit, after the time is taken
+        }
         if (duration) {
             return BwCalc.noPeak(size, sampled, (t1 == 0 ? now : t1) - t0, unit);
         }

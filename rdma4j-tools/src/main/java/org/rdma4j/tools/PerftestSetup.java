@@ -272,6 +272,9 @@ final class PerftestSetup {
         for (int i = 0; i < n; i++) {
             side.rem[i] = side.ch.handShake(side.my[i], side.withGid);
         }
+        if (side.credit != null) {
+            side.credit.peer(side.rem); // ctx_set_credit_wqes: "after the remote keys have been exchanged"
+        }
         if (!o.rdmaCm) { // rdma_cm moved the QPs to RTS already
             for (int i = 0; i < n; i++) {
                 checkReachable(side.rem[i]);

@@ -96,6 +96,8 @@ final class PerftestSide {
     /** -R, server side: the address the control and the test QPs listen on (the port once bound). */
     java.net.InetSocketAddress cmBind;
     PerftestFormat.TestInfo info;
+    /** ib_send_bw on iWARP: perftest's receive credits (null otherwise). */
+    PerftestCredit credit;
     /** -R, client: the source of the connections. */
     java.net.InetAddress cmSource;
     /** The other role when both run in this process (loopback): its end ends our linger. */
@@ -191,6 +193,7 @@ final class PerftestSide {
         for (AutoCloseable c : mrs == null ? new AutoCloseable[0] : mrs) {
             quiet(c);
         }
+        quiet(credit);
         quiet(sendCq);
         quiet(recvCq);
         quiet(pd);
@@ -292,14 +295,24 @@ final class PerftestSide {
             throw new RunException("Couldn't allocate " + o.numQps + " x " + 2 * bufSize / 1024
                     + " KiB of buffers (" + e.getMessage() + "); use fewer QPs (-q) or smaller sizes");
         }
+        Context qpCtx = rctx != null ? rctx : ctx;
+        // transport_str: "IW" on an iWARP device (siw), as perftest prints it
+        String transport = qpCtx.device().transportType() == org.rdma4j.verbs.TransportType.IWARP ? "IW" : "IB";
         info = new PerftestFormat.TestInfo(o.verb.title(),
                 o.verb == Verb.ATOMIC ? (o.cmpAndSwap ? "CMP_AND_SWAP" : "FETCH_AND_ADD") : null, o.lat,
-                o.postList, dev.name(), o.numQps, "IB", o.connection, client, txDepth,
+                o.postList, dev.name(), o.numQps, transport, o.connection, client, txDepth,
                 o.verb == Verb.SEND && !client && !o.lat ? rxDepth : -1, cqMod, mtu.bytes(),
                 ethernet ? "Ethernet" : "IB", gidIndex, inline,
                 o.verb == Verb.READ || o.verb == Verb.ATOMIC ? outReads : -1, o.rdmaCm);
         if (printing()) {
             text.print(PerftestFormat.testInfo(info));
+        }
+        if (PerftestCredit.applies(o, qpCtx)) {
+            // send_bw.c: ctx_alloc_credit after the test information, before the per-QP hand-shakes
+            credit = new PerftestCredit(pd, arena, o.numQps, rxDepth, txDepth);
+            for (int i = 0; i < o.numQps; i++) {
+                my[i] = credit.advertise(i, my[i]);
+            }
         }
         setup.exchangeKeysAndConnect(mtu);
         return o.lat ? new PerftestLat(this).run() : new PerftestBw(this).run();
