@@ -547,11 +547,10 @@ final class PerftestCm {
          */
         void acceptAll(int n, int depth, int retry, QpFactory f, StopSignal stop, PerftestWire.Transport control)
                 throws IOException {
-            TestQps t = this;
             try {
                 boolean resourcesMade = false;
                 for (int i = 0; i < n; ) {
-                    CmEvent got = t.channel.getEvent(CmExamples.EVENT_SLICE);
+                    CmEvent got = channel.getEvent(CmExamples.EVENT_SLICE);
                     if (got == null) {
                         if (stop != null && stop.stopped()) {
                             throw new PerftestWire.StoppedException();
@@ -567,7 +566,7 @@ final class PerftestCm {
                         }
                         CmId id = e.id();
                         id.attach(i);
-                        t.ids.add(id);
+                        ids.add(id);
                         if (!resourcesMade) {
                             f.resources(id.context());
                             resourcesMade = true;
@@ -577,10 +576,10 @@ final class PerftestCm {
                         i++;
                     }
                 }
-                t.listen.close();
-                t.listen = null;
+                listen.close();
+                listen = null;
             } catch (IOException | RuntimeException e) {
-                t.close();
+                close();
                 throw e;
             }
         }
