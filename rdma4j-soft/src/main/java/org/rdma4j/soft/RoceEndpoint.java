@@ -7,7 +7,13 @@ import java.lang.foreign.MemorySegment;
 import java.net.Inet4Address;
 import java.net.InetAddress;
 import java.nio.channels.ClosedChannelException;
+import java.util.Locale;
+import java.util.concurrent.locks.LockSupport;
 
+import org.rdma4j.common.agent.Agent;
+import org.rdma4j.common.agent.AgentRunner;
+import org.rdma4j.common.agent.IdleStrategies;
+import org.rdma4j.common.agent.IdleStrategy;
 import org.rdma4j.verbs.Gid;
 import org.rdma4j.wire.AtomicEth;
 import org.rdma4j.wire.Bth;
@@ -23,14 +29,26 @@ import org.rdma4j.wire.net.UdpSocket;
 
 /**
  * One UDP socket of a {@link RoceLink} (a device address, or a multicast group it joined) and its receive agent
- * ({@code rdma4j-roce-rx-<dev>-v4|v6|-mc-<group>}): the receive side of RoCEv2. Datagrams are taken in batches
+ * ({@code rdma4j-roce-rx-<dev>-v4|v6|-mc-<group>}, an {@link Agent} under an {@link AgentRunner}: what a cycle
+ * throws is reported by {@link EngineErrors#agentFailed} and the agent carries on; a closed socket or link ends
+ * it): the receive side of RoCEv2. Datagrams are taken in batches
  * (recvmmsg, UDP GRO trains split per packet), checked (structure and ICRC, the IPv4 ID solved; drops counted per
  * reason), decoded into the engine's {@link Packet} and handed to {@link SoftDevice#receive}. Whoever holds the
  * receive lock receives: the agent, or an application thread busy-polling the device's CQs ({@link #poll}), so
  * datagrams are processed in the order the socket queued them. The link keeps the transmit side (the socket's
  * send half, under its transmit lock).
  */
-final class RoceEndpoint implements Runnable {
+final class RoceEndpoint implements Agent {
+    /**
+     * The receive agents' idle strategy: {@value #BLOCK} (the default) or any {@link IdleStrategies#parse} accepts
+     * ({@code spin}, {@code yield}, {@code park[:MIN[:MAX]]}, {@code backoff[:SPINS:YIELDS:MIN:MAX]}).
+     */
+    static final String RX_IDLE_PROPERTY = "rdma4j.soft.roceRxIdle";
+    /**
+     * The default receive idle: the agent blocks in {@code poll(2)} on its socket (at most {@link #RX_POLL_MS} at a
+     * time), so a datagram wakes it and an idle device costs no CPU.
+     */
+    static final String BLOCK = "block";
     private static final int SLOT_BYTES = RoceLink.SLOT_BYTES;
     private static final int RX_BATCH = 32;
     /** Source addresses whose GIDs a receive socket keeps (a power of two). */
@@ -65,7 +83,19 @@ final class RoceEndpoint implements Runnable {
     final InetAddress address;
     final Gid gid;
     final UdpSocket socket;
+    /** The agent's role ({@code roce-rx-<dev>-v4|v6|-mc-<group>}): its thread is {@code rdma4j-<role>}. */
+    private final String role;
+    /** Runs this endpoint's receive agent; started by the link. */
+    final AgentRunner runner;
+    /** The receive agent's thread ({@link #runner}'s). */
     final Thread agent;
+    /**
+     * Whether the agent blocks in {@code poll(2)} on the socket ({@value #BLOCK}), else it takes what is queued
+     * without waiting and idles with the user's {@link IdleStrategy} when nothing came.
+     */
+    private final boolean blocking;
+    /** Tests: run at the start of each of the agent's duty cycles (a fault injected into the agent's own work). */
+    volatile Runnable cycleHook;
     final boolean ipv6;
     /** The traffic class (TOS) the socket sends with now; txLock. */
     int trafficClass;
@@ -78,6 +108,31 @@ final class RoceEndpoint implements Runnable {
 
     RoceEndpoint(RoceLink link, InetAddress address) throws IOException {
         this(link, address, null);
+    }
+
+    /**
+     * Reads and checks {@value #RX_IDLE_PROPERTY}.
+     *
+     * @return the receive agents' idle strategy spec: {@value #BLOCK} when the property is unset or blank
+     * @throws IllegalArgumentException naming the property and the accepted forms, for anything else
+     */
+    static String rxIdleSpec() {
+        String spec = System.getProperty(RX_IDLE_PROPERTY, BLOCK).trim();
+        if (spec.isEmpty()) {
+            spec = BLOCK;
+        }
+        try {
+            rxIdle(spec);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("-D" + RX_IDLE_PROPERTY + "=" + spec + ": expected " + BLOCK
+                    + " (the default: wait in poll(2) on the socket) or an idle strategy: " + e.getMessage(), e);
+        }
+        return spec;
+    }
+
+    /** {@return a new idle strategy for a receive agent, from a spec {@link #rxIdleSpec} accepted} */
+    private static IdleStrategy rxIdle(String spec) {
+        return BLOCK.equals(spec.toLowerCase(Locale.ROOT)) ? new BlockingIdle() : IdleStrategies.parse(spec);
     }
 
     /**
@@ -118,8 +173,12 @@ final class RoceEndpoint implements Runnable {
             throw e;
         }
         this.socket = s;
-        this.agent = Thread.ofPlatform().daemon().name("rdma4j-roce-rx-" + device.name()
-                + (iface != null ? "-mc-" + address.getHostAddress() : ipv6 ? "-v6" : "-v4")).unstarted(this);
+        this.role = "roce-rx-" + device.name()
+                + (iface != null ? "-mc-" + address.getHostAddress() : ipv6 ? "-v6" : "-v4");
+        IdleStrategy idle = rxIdle(link.rxIdle);
+        this.blocking = idle instanceof BlockingIdle;
+        this.runner = new AgentRunner(this, idle, this::onAgentError);
+        this.agent = runner.thread(); // rdma4j-roce-rx-...
     }
 
     // Receive state, guarded by rxLock: whoever holds it receives and dispatches, so datagrams are
@@ -155,63 +214,168 @@ final class RoceEndpoint implements Runnable {
     volatile boolean pollerBlocked;
 
     /**
-     * The receive agent: waits for datagrams and dispatches them, unless application threads are
+     * The receive agent's duty cycle: takes datagrams and dispatches them, unless application threads are
      * busy-polling the device's CQs, which then receive on their own thread (see {@link RoceLink#pollReceive}):
      * handing a packet from this agent to a spinning poller costs a wake-up on another core (about
-     * 10 µs here), and on two cores a spinning poller and a woken agent fight for the CPU.
+     * 10 µs here), and on two cores a spinning poller and a woken agent fight for the CPU. With {@value #BLOCK}
+     * (the default) the cycle itself waits for the socket, at most {@link #RX_POLL_MS}; with another idle
+     * strategy it never blocks, and the runner idles with that strategy after a cycle that received nothing.
      */
     @Override
-    public void run() {
+    public int doWork() {
+        Runnable hook = cycleHook;
+        if (hook != null) {
+            hook.run();
+        }
+        if (link.closed()) {
+            stop();
+            return 0;
+        }
+        return blocking ? blockingCycle() : pollingCycle();
+    }
+
+    /** One cycle of the {@value #BLOCK} agent: its waits are its idle, so it always counts as work done. */
+    private int blockingCycle() {
         try {
-            receiveLoop();
-        } finally {
-            freeBatch(); // the socket is closed or the link is: nobody receives on this endpoint again
+            long sincePoll = sincePoll();
+            if (sincePoll < POLLER_ACTIVE_NS) {
+                // An application thread is busy-polling and receives on its own thread: stay off
+                // the socket, so that a datagram wakes nobody. A thread blocked in poll(2) is woken
+                // by every datagram the peer sends (on loopback, inside the peer's sendto), and on
+                // two cores that wake-up preempts a spinning poller: it cost a ping-pong most of
+                // its latency. A program that waits on memory rather than on a CQ (perftest's
+                // write_lat) has no poller, and then this agent receives within the window.
+                LockSupport.parkNanos(POLLER_ACTIVE_NS - sincePoll);
+                return 1;
+            }
+            // ACKs a poller deferred and did not send itself (it went quiet): this agent sends them
+            if (device.fabric.acksPending()) {
+                device.fabric.flushAcks();
+            }
+            // Shortly after polling stopped, wake often: a poller that started again after the check
+            // above may defer an ACK whose datagram this agent will never see (bounded ACK delay).
+            long wait = sincePoll < RECENT_POLLER_NS ? 1 : RX_POLL_MS;
+            if (!socket.awaitReadable(wait)) {
+                return 1;
+            }
+            if (drain(false, true) && lastBulk) {
+                spinWhileTrafficFlows();
+            }
+            return 1;
+        } catch (IOException e) {
+            return ioFailed(e);
         }
     }
 
-    private void receiveLoop() {
-        while (!link.closed()) {
-            try {
-                long sincePoll = pollerBlocked ? Long.MAX_VALUE : System.nanoTime() - lastPollerNs;
-                if (sincePoll < POLLER_ACTIVE_NS) {
-                    // An application thread is busy-polling and receives on its own thread: stay off
-                    // the socket, so that a datagram wakes nobody. A thread blocked in poll(2) is woken
-                    // by every datagram the peer sends (on loopback, inside the peer's sendto), and on
-                    // two cores that wake-up preempts a spinning poller: it cost a ping-pong most of
-                    // its latency. A program that waits on memory rather than on a CQ (perftest's
-                    // write_lat) has no poller, and then this agent receives within the window.
-                    java.util.concurrent.locks.LockSupport.parkNanos(POLLER_ACTIVE_NS - sincePoll);
-                    continue;
-                }
-                // ACKs a poller deferred and did not send itself (it went quiet): this agent sends them
-                if (device.fabric.acksPending()) {
-                    device.fabric.flushAcks();
-                }
-                // Shortly after polling stopped, wake often: a poller that started again after the check
-                // above may defer an ACK whose datagram this agent will never see (bounded ACK delay).
-                long wait = sincePoll < RECENT_POLLER_NS ? 1 : RX_POLL_MS;
-                if (!socket.awaitReadable(wait)) {
-                    continue;
-                }
-                if (drain(false) && lastBulk) {
-                    spinWhileTrafficFlows();
-                }
-            } catch (ClosedChannelException e) {
-                return;
-            } catch (IOException e) {
-                if (link.closed()) {
-                    return;
-                }
-                device.countOutsideEngine(SoftCounter.ROCE_RX_ERRORS);
-            } catch (Throwable t) {
-                // no receive agent dies silently: report, count, carry on (a packet's own failure was
-                // already taken by its QP in SoftDevice.receive)
-                if (link.closed()) {
-                    return;
-                }
-                EngineErrors.agentFailed(device, device.fabric, agent.getName(), t);
-                java.util.concurrent.locks.LockSupport.parkNanos(1_000_000); // no hot loop on a lasting fault
+    /**
+     * One cycle of an agent with an idle strategy of the user's: what the socket has queued, without waiting.
+     * Within the poller window it stays off the socket as {@link #blockingCycle} does, idling instead.
+     */
+    private int pollingCycle() {
+        try {
+            if (sincePoll() < POLLER_ACTIVE_NS) {
+                return 0; // an application thread receives on its own thread
             }
+            if (device.fabric.acksPending()) {
+                device.fabric.flushAcks();
+            }
+            return drain(false, false) ? 1 : 0;
+        } catch (IOException e) {
+            return ioFailed(e);
+        }
+    }
+
+    /** A receive or a wait failed: a closed socket or link ends the agent, anything else is counted. */
+    private int ioFailed(IOException e) {
+        if (e instanceof ClosedChannelException || link.closed()) {
+            stop();
+            return 0;
+        }
+        device.countOutsideEngine(SoftCounter.ROCE_RX_ERRORS);
+        return blocking ? 1 : 0;
+    }
+
+    /** {@return nanoseconds since an application thread last polled, {@link Long#MAX_VALUE} if it has left} */
+    private long sincePoll() {
+        return pollerBlocked ? Long.MAX_VALUE : System.nanoTime() - lastPollerNs;
+    }
+
+    /**
+     * A parking idle strategy parks at most to the end of the poller window, and at most 1 ms at a time shortly
+     * after it (a poller that started again may defer an ACK whose datagram this agent never sees).
+     */
+    @Override
+    public long idleBudgetNs() {
+        if (blocking) {
+            return Long.MAX_VALUE; // only after a failed cycle: BlockingIdle's own pause
+        }
+        long sincePoll = sincePoll();
+        if (sincePoll < POLLER_ACTIVE_NS) {
+            return POLLER_ACTIVE_NS - sincePoll;
+        }
+        return sincePoll < RECENT_POLLER_NS ? 1_000_000 : Long.MAX_VALUE;
+    }
+
+    @Override
+    public String roleName() {
+        return role;
+    }
+
+    /** The socket is closed or the link is: nobody receives on this endpoint again. */
+    @Override
+    public void onClose() {
+        freeBatch();
+    }
+
+    /** Ends the agent from its own thread: the runner stops after this cycle and calls {@link #onClose}. */
+    private void stop() {
+        runner.close();
+    }
+
+    /**
+     * What a cycle threw: no receive agent dies silently. Reported and counted, and the agent carries on (a
+     * packet's own failure was already taken by its QP in SoftDevice.receive); after close it just ends.
+     */
+    private void onAgentError(Agent a, Throwable t) {
+        if (link.closed()) {
+            stop();
+            return;
+        }
+        EngineErrors.agentFailed(device, device.fabric, agent.getName(), t);
+    }
+
+    /**
+     * The idle of the {@value #BLOCK} agent, whose cycles wait for the socket themselves and always count as
+     * work: the runner calls it only after a cycle that threw, and it pauses 1 ms then, so a lasting fault is
+     * no hot loop.
+     */
+    private static final class BlockingIdle implements IdleStrategy {
+        private static final long PAUSE_NS = 1_000_000;
+
+        @Override
+        public void idle(int workCount) {
+            if (workCount == 0) {
+                idleAtMost(Long.MAX_VALUE);
+            }
+        }
+
+        @Override
+        public void idleAtMost(long maxParkNs) {
+            LockSupport.parkNanos(Math.min(PAUSE_NS, maxParkNs));
+        }
+
+        @Override
+        public void reset() {
+        }
+
+        @Override
+        public boolean parks() {
+            return true;
+        }
+
+        @Override
+        public String alias() {
+            return BLOCK;
         }
     }
 
@@ -229,7 +393,7 @@ final class RoceEndpoint implements Runnable {
         }
         long last = System.nanoTime();
         for (long spins = 0; !link.closed() && spins < MAX_RX_SPINS; spins++) {
-            if (drain(false)) {
+            if (drain(false, true)) {
                 last = System.nanoTime();
                 continue;
             }
@@ -270,7 +434,7 @@ final class RoceEndpoint implements Runnable {
      */
     void pollerLeft() {
         pollerBlocked = true;
-        java.util.concurrent.locks.LockSupport.unpark(agent);
+        LockSupport.unpark(agent);
     }
 
     /** Called by a thread that polls a CQ of the device and found it empty. */
@@ -278,7 +442,7 @@ final class RoceEndpoint implements Runnable {
         lastPollerNs = System.nanoTime();
         pollerBlocked = false;
         try {
-            return drain(true);
+            return drain(true, false);
         } catch (IOException e) {
             return false;
         }
@@ -287,12 +451,15 @@ final class RoceEndpoint implements Runnable {
     /**
      * Receives what the socket has queued and dispatches it, as one Burst.
      *
+     * @param poller      whether an application thread receives (else the agent)
+     * @param waitForLock whether to wait for the receive lock (the blocking agent, which found the socket
+     *                    readable), else a holder's receive is taken to be this call's
      * @return whether a datagram was received
      */
-    private boolean drain(boolean poller) throws IOException {
-        if (poller) {
+    private boolean drain(boolean poller, boolean waitForLock) throws IOException {
+        if (!waitForLock) {
             if (!rxLock.tryLock()) {
-                return false; // the agent or another poller is receiving: this poll has nothing to add
+                return false; // the agent or a poller is receiving: this call has nothing to add
             }
         } else {
             // The agent found the socket readable, and a poller may hold the lock: wait for it rather than

@@ -7,6 +7,7 @@ import java.lang.foreign.MemorySegment;
 import java.net.InetAddress;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.locks.LockSupport;
 
 import org.rdma4j.libc.Errors;
 import org.rdma4j.libc.NativeIOException;
@@ -92,6 +93,8 @@ final class RoceLink implements Link {
     private final byte[] txGidBytes = new byte[16];
     private Gid txToGid;
     private volatile boolean closed;
+    /** The receive agents' idle strategy ({@link RoceEndpoint#RX_IDLE_PROPERTY}), read when the link was made. */
+    final String rxIdle;
 
     /** {@return whether {@link #close} has begun (the endpoints' agents end)} */
     boolean closed() {
@@ -180,7 +183,7 @@ final class RoceLink implements Link {
         groups.put(mgid, g);
         groupList = groups.values().toArray(RoceEndpoint[]::new);
         if (!closed) {
-            g.agent.start();
+            g.runner.start();
         }
     }
 
@@ -200,6 +203,11 @@ final class RoceLink implements Link {
         this.device = device;
         this.local = local;
         this.config = config;
+        try {
+            this.rxIdle = RoceEndpoint.rxIdleSpec(); // before any socket: a bad value leaves nothing to close
+        } catch (IllegalArgumentException e) {
+            throw new VerbsException(Errno.EINVAL, "RoCE device " + device.name() + ": " + e.getMessage());
+        }
         RoceEndpoint e4 = null;
         RoceEndpoint e6 = null;
         try {
@@ -241,7 +249,7 @@ final class RoceLink implements Link {
     /** Starts the receive agents (after the device is registered on its fabric). */
     void start() {
         for (RoceEndpoint e : endpoints) {
-            e.agent.start();
+            e.runner.start();
         }
     }
 
@@ -549,6 +557,7 @@ final class RoceLink implements Link {
         all.addAll(groups.values());
         for (RoceEndpoint e : all) {
             e.socket.close();
+            LockSupport.unpark(e.agent); // out of a park of its idle strategy: it sees the link closed and ends
         }
         for (RoceEndpoint e : all) {
             if (e.agent.isAlive() && e.agent != Thread.currentThread()) {
@@ -579,6 +588,13 @@ final class RoceLink implements Link {
                 arena.close();
             }
         }
+    }
+
+    /** {@return the endpoints, groups' too (tests)} */
+    List<RoceEndpoint> receiveEndpoints() {
+        List<RoceEndpoint> all = new ArrayList<>(endpoints);
+        all.addAll(groups.values());
+        return all;
     }
 
     /** {@return whether every endpoint's receive batch is freed, groups' too (tests)} */
