@@ -17,6 +17,7 @@ import org.rdma4j.verbs.WrOpcode;
  */
 final class Completer {
     private final SoftQp qp;
+    private final SendQueue sq;
     /** Next PSN expected in a response (rxe comp.psn). */
     int psn;
     int retryCnt;
@@ -88,6 +89,7 @@ final class Completer {
 
     Completer(SoftQp qp) {
         this.qp = qp;
+        this.sq = qp.sq;
         origSgl.set(orig, 0, 8);
     }
 
@@ -114,23 +116,26 @@ final class Completer {
 
     /**
      * @return the oldest uncompleted WQE if go-back-N rewound it (a SEND or WRITE in RETRY or REWOUND,
-     *         with the PSNs of its earlier pass), else null
+     *         with the PSNs of its earlier pass), else SendQueue.NONE
      */
-    private SendWqe rewound() {
-        if (qp.compIdx == qp.sqHead) {
-            return null;
+    private int rewound() {
+        if (sq.isEmpty()) {
+            return SendQueue.NONE;
         }
-        SendWqe w = qp.slot(qp.compIdx);
-        return (w.state == SendWqe.RETRY || w.state == SendWqe.REWOUND) && !w.opcode.isReadOrAtomic() ? w : null;
+        int w = sq.compSlot();
+        int st = sq.state(w);
+        return (st == SendQueue.RETRY || st == SendQueue.REWOUND) && !sq.opcode(w).isReadOrAtomic()
+                ? w : SendQueue.NONE;
     }
 
-    /** {@return the oldest WQE the requester has started and not completed, or null} */
-    SendWqe outstanding() {
-        if (qp.compIdx == qp.sqHead) {
-            return null;
+    /** {@return the slot of the oldest WQE the requester has started and not completed, or SendQueue.NONE} */
+    int outstanding() {
+        if (sq.isEmpty()) {
+            return SendQueue.NONE;
         }
-        SendWqe w = qp.slot(qp.compIdx);
-        return w.state == SendWqe.PROCESSING || w.state == SendWqe.PENDING ? w : null;
+        int w = sq.compSlot();
+        int st = sq.state(w);
+        return st == SendQueue.PROCESSING || st == SendQueue.PENDING ? w : SendQueue.NONE;
     }
 
     void onResponse(Packet p) {
@@ -168,7 +173,7 @@ final class Completer {
                 holdsSeen++;
                 if (2 * dropsSeen < holdsSeen) {
                     peer = Responder.HOLDS;
-                    if (Psn.compare(qp.requester.highWater, qp.requester.psn) > 0 && outstanding() != null) {
+                    if (Psn.compare(qp.requester.highWater, qp.requester.psn) > 0 && outstanding() != SendQueue.NONE) {
                         skipTo(qp.requester.highWater);
                     }
                 }
@@ -208,7 +213,7 @@ final class Completer {
      */
     void armProbe(long nowNs) {
         long pto = lossWindow.pto(qp.timeout);
-        if (pto > 0 && qp.probeDeadline == 0 && outstanding() != null) {
+        if (pto > 0 && qp.probeDeadline == 0 && outstanding() != SendQueue.NONE) {
             qp.armProbe((lossWindow.lastActivityNs - nowNs > 0 ? lossWindow.lastActivityNs : nowNs) + pto);
         }
     }
@@ -225,7 +230,7 @@ final class Completer {
      * @return whether the requester has something to send now
      */
     boolean probeCheck(long nowNs) {
-        if (peer != Responder.DROPS || outstanding() == null) {
+        if (peer != Responder.DROPS || outstanding() == SendQueue.NONE) {
             return false; // disarmed: the next send or response arms it again
         }
         long pto = lossWindow.pto(qp.timeout);
@@ -251,13 +256,13 @@ final class Completer {
 
     private void process(Packet p) {
         for (;;) {
-            SendWqe w = outstanding();
-            if (w == null) {
-                SendWqe r = rewound();
-                if (r != null && (p.opcode & 0x1F) == Opcodes.ACKNOWLEDGE
+            int w = outstanding();
+            if (w == SendQueue.NONE) {
+                int r = rewound();
+                if (r != SendQueue.NONE && (p.opcode & 0x1F) == Opcodes.ACKNOWLEDGE
                         && (p.syndrome & Aeth.TYPE_MASK) == Aeth.TYPE_ACK && Psn.compare(p.psn, psn) >= 0) {
                     // An ACK for a SEND/WRITE that go-back-N rewound: the responder holds what it acknowledges.
-                    if (Psn.compare(p.psn, r.lastPsn) >= 0) {
+                    if (Psn.compare(p.psn, sq.lastPsn(r)) >= 0) {
                         complete(r);
                         continue;
                     }
@@ -266,12 +271,12 @@ final class Completer {
                 }
                 return; // nothing outstanding: a stray or duplicate response
             }
-            boolean readOrAtomic = w.opcode.isReadOrAtomic();
+            boolean readOrAtomic = sq.opcode(w).isReadOrAtomic();
             // rxe check_psn
-            int diff = Psn.compare(p.psn, w.lastPsn);
+            int diff = Psn.compare(p.psn, sq.lastPsn(w));
             if (diff > 0) {
                 if (readOrAtomic) {
-                    if (w.state == SendWqe.PENDING) {
+                    if (sq.state(w) == SendQueue.PENDING) {
                         // A response beyond a read/atomic means its own response was lost.
                         retry(Cause.IMPLIED_NAK);
                     }
@@ -286,7 +291,7 @@ final class Completer {
             }
             diff = Psn.compare(p.psn, psn);
             if (diff < 0) {
-                if (p.psn != w.lastPsn || !p.is(Opcodes.M_END)) {
+                if (p.psn != sq.lastPsn(w) || !p.is(Opcodes.M_END)) {
                     return; // duplicate response
                 }
             } else if (diff > 0 && readOrAtomic) {
@@ -302,12 +307,12 @@ final class Completer {
         }
     }
 
-    private void checkAck(Packet p, SendWqe w) {
+    private void checkAck(Packet p, int w) {
         int op = p.opcode & 0x1F;
         switch (op) {
             case Opcodes.READ_RESPONSE_FIRST, Opcodes.READ_RESPONSE_MIDDLE, Opcodes.READ_RESPONSE_LAST,
                  Opcodes.READ_RESPONSE_ONLY -> {
-                if (w.opcode != WrOpcode.RDMA_READ) {
+                if (sq.opcode(w) != WrOpcode.RDMA_READ) {
                     error(w, WcStatus.BAD_RESP_ERR);
                     return;
                 }
@@ -321,27 +326,27 @@ final class Completer {
                 // its first PSN. rxe rejects anything else (COMPST_ERROR); IBA calls an unexpected
                 // response opcode a Bad Response error.
                 boolean start = p.is(Opcodes.M_START);
-                if (w.received == 0 ? !start : start && p.psn != w.firstPsn) {
+                if (sq.received(w) == 0 ? !start : start && p.psn != sq.firstPsn(w)) {
                     error(w, WcStatus.BAD_RESP_ERR);
                     return;
                 }
                 if (start) {
-                    w.received = 0;
+                    sq.setReceived(w, 0);
                 }
-                long room = w.length - w.received;
+                long room = sq.length(w) - sq.received(w);
                 if (p.payloadLen > room) {
                     error(w, WcStatus.BAD_RESP_ERR);
                     return;
                 }
                 try {
                     if (p.payloadLen > 0) {
-                        Sgl.transfer(p.payload, p.payloadOff, w.sgl, w.received, p.payloadLen);
+                        Sgl.transfer(p.payload, p.payloadOff, sq.sgl(w), sq.received(w), p.payloadLen);
                     }
                 } catch (IllegalStateException | IndexOutOfBoundsException e) {
                     error(w, WcStatus.LOC_PROT_ERR); // rxe do_read: copy failure
                     return;
                 }
-                w.received += p.payloadLen;
+                sq.setReceived(w, sq.received(w) + p.payloadLen);
                 psn = Psn.add(p.psn, 1);
                 progress();
                 if (p.is(Opcodes.M_END)) {
@@ -349,7 +354,7 @@ final class Completer {
                 }
             }
             case Opcodes.ATOMIC_ACKNOWLEDGE -> {
-                if (!w.opcode.isAtomic()) {
+                if (!sq.opcode(w).isAtomic()) {
                     error(w, WcStatus.BAD_RESP_ERR);
                     return;
                 }
@@ -361,7 +366,7 @@ final class Completer {
                     // The original value, in host order, into the first 8 bytes of the local SGEs, which may
                     // be longer or split (rxe do_atomic: copy_data of 8 bytes).
                     orig.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, p.origValue);
-                    Sgl.transfer(origSgl, 0, w.sgl, 0, 8);
+                    Sgl.transfer(origSgl, 0, sq.sgl(w), 0, 8);
                 } catch (IllegalStateException | IndexOutOfBoundsException e) {
                     error(w, WcStatus.LOC_PROT_ERR);
                     return;
@@ -375,12 +380,12 @@ final class Completer {
                     nak(p, w);
                     return;
                 }
-                if (w.opcode.isReadOrAtomic()) {
+                if (sq.opcode(w).isReadOrAtomic()) {
                     return; // an ACK cannot complete a read or atomic
                 }
                 psn = Psn.add(p.psn, 1);
                 progress();
-                if (p.psn == w.lastPsn) {
+                if (p.psn == sq.lastPsn(w)) {
                     // The responder has executed the whole message. rxe completes only a PENDING WQE
                     // here; a WQE that go-back-N is sending again is complete as well (else a later
                     // retry would resume it past its last PSN).
@@ -391,7 +396,7 @@ final class Completer {
         }
     }
 
-    private void nak(Packet p, SendWqe w) {
+    private void nak(Packet p, int w) {
         int syn = p.syndrome;
         switch (syn & Aeth.TYPE_MASK) {
             case Aeth.TYPE_RNR_NAK -> {
@@ -426,20 +431,20 @@ final class Completer {
     private void progress() {
         resetRetryCounters();
         qp.progressMade();
-        if (Psn.compare(psn, qp.requester.psn) > 0 && outstanding() != null) {
+        if (Psn.compare(psn, qp.requester.psn) > 0 && outstanding() != SendQueue.NONE) {
             // A resend is behind what the responder has now acknowledged (it held the packets that
             // followed the gap): go on from there instead of sending them again.
             goBackN();
         }
     }
 
-    private void complete(SendWqe w) {
-        psn = Psn.add(w.lastPsn, 1);
+    private void complete(int w) {
+        psn = Psn.add(sq.lastPsn(w), 1);
         qp.completeSend(w, WcStatus.SUCCESS);
-        if (qp.reqIdx - qp.compIdx < 0) {
+        if (sq.reqBehindComp()) {
             // The requester was sending w again (go-back-N) when the rest of its responses arrived: it
             // continues with the next WQE, at the PSN after w.
-            qp.reqIdx = qp.compIdx;
+            sq.rewindReq();
             qp.requester.psn = psn;
         }
         resetRetryCounters();
@@ -449,7 +454,7 @@ final class Completer {
         qp.maybeSqDrained();
     }
 
-    private void error(SendWqe w, WcStatus status) {
+    private void error(int w, WcStatus status) {
         qp.completeSend(w, status);
         qp.moveToError();
     }
@@ -468,10 +473,10 @@ final class Completer {
      * itself ({@link Responder} repeats its NAK only for those): the resend's first packet was lost too,
      * so the next resend starts at once, and counts as a retry without progress.
      */
-    private void sequenceNak(int nakPsn, SendWqe w) {
+    private void sequenceNak(int nakPsn, int w) {
         this.nakPsn = nakPsn;
         boolean moved = false;
-        if (Psn.compare(nakPsn, psn) > 0 && !w.opcode.isReadOrAtomic()) {
+        if (Psn.compare(nakPsn, psn) > 0 && !sq.opcode(w).isReadOrAtomic()) {
             qp.count(SoftCounter.RCV_SEQ_ERR);
             psn = nakPsn;
             moved = true;
@@ -522,8 +527,8 @@ final class Completer {
      * resend from comp.psn.
      */
     private void retry(Cause cause) {
-        SendWqe w = outstanding();
-        if (w == null) {
+        int w = outstanding();
+        if (w == SendQueue.NONE) {
             return;
         }
         // rxe behaviour (rxe_completer, comp.started_retry): once a retry has started, implied NAKs start
@@ -566,7 +571,7 @@ final class Completer {
      * rest; later WQEs are sent again whole.
      */
     void goBackN() {
-        if (qp.compIdx == qp.reqIdx && outstanding() == null) {
+        if (sq.reqAtComp() && outstanding() == SendQueue.NONE) {
             return; // nothing sent, or already rewound and not yet resent
         }
         qp.requester.psn = psn;
@@ -574,35 +579,36 @@ final class Completer {
         if (recovery == Recovery.RESENDING) {
             resendFrom = psn; // the resend's budget counts from where it starts now (an RNR NAK moves it)
         }
-        for (long i = qp.compIdx; i != qp.sqHead; i++) {
-            SendWqe w = qp.slot(i);
-            if (w.state == SendWqe.POSTED) {
+        for (long i = sq.comp(); i != sq.head(); i++) {
+            int w = sq.slot(i);
+            if (sq.state(w) == SendQueue.POSTED) {
                 break;
             }
-            if (i == qp.compIdx) {
-                if (w.opcode == WrOpcode.RDMA_READ) {
+            if (i == sq.comp()) {
+                if (sq.opcode(w) == WrOpcode.RDMA_READ) {
                     // rxe req_retry: a partly answered READ asks again for the rest only.
-                    w.sent = w.received;
-                } else if (w.opcode.isAtomic()) {
-                    w.sent = 0;
+                    sq.setSent(w, sq.received(w));
+                } else if (sq.opcode(w).isAtomic()) {
+                    sq.setSent(w, 0);
                 } else {
                     // rxe retry_first_write_send: skip the packets comp.psn says have arrived; at least
                     // the last packet goes again (it carries the completion and the immediate data).
                     long max = qp.payloadMax();
-                    long npkts = w.length == 0 ? 1 : (w.length + max - 1) / max;
-                    long acked = Math.min(Math.max(0, Psn.compare(psn, w.firstPsn)), npkts - 1);
-                    w.sent = acked * max;
+                    long length = sq.length(w);
+                    long npkts = length == 0 ? 1 : (length + max - 1) / max;
+                    long acked = Math.min(Math.max(0, Psn.compare(psn, sq.firstPsn(w))), npkts - 1);
+                    sq.setSent(w, acked * max);
                 }
-                w.state = SendWqe.RETRY;
+                sq.setState(w, SendQueue.RETRY);
             } else {
-                w.state = SendWqe.REWOUND;
-                if (w.tookCredit) {
-                    w.tookCredit = false;
+                sq.setState(w, SendQueue.REWOUND);
+                if (sq.tookCredit(w)) {
+                    sq.setTookCredit(w, false);
                     qp.requester.rdAtomicAvail++;
                 }
             }
         }
-        qp.reqIdx = qp.compIdx;
+        sq.rewindReq();
     }
 
     /**
@@ -613,44 +619,45 @@ final class Completer {
      * again.
      */
     private void skipTo(int to) {
-        long i = qp.compIdx;
-        for (; i != qp.sqHead; i++) {
-            SendWqe w = qp.slot(i);
-            int st = w.state;
-            if (st != SendWqe.REWOUND && st != SendWqe.RETRY && st != SendWqe.PROCESSING && st != SendWqe.PENDING) {
+        long i = sq.comp();
+        for (; i != sq.head(); i++) {
+            int w = sq.slot(i);
+            int st = sq.state(w);
+            if (st != SendQueue.REWOUND && st != SendQueue.RETRY && st != SendQueue.PROCESSING
+                    && st != SendQueue.PENDING) {
                 break; // never started: nothing past here was sent
             }
-            if (st == SendWqe.RETRY && w.opcode == WrOpcode.RDMA_READ) {
+            if (st == SendQueue.RETRY && sq.opcode(w) == WrOpcode.RDMA_READ) {
                 return; // a partly answered READ asks for its rest first
             }
-            if (Psn.compare(to, w.lastPsn) > 0) {
-                if (w.opcode.isReadOrAtomic() && !w.tookCredit) {
+            if (Psn.compare(to, sq.lastPsn(w)) > 0) {
+                if (sq.opcode(w).isReadOrAtomic() && !sq.tookCredit(w)) {
                     if (qp.requester.rdAtomicAvail <= 0) {
-                        to = w.firstPsn; // no credit to wait for it with: it goes again from here
-                        w.state = SendWqe.REWOUND;
+                        to = sq.firstPsn(w); // no credit to wait for it with: it goes again from here
+                        sq.setState(w, SendQueue.REWOUND);
                         break;
                     }
                     qp.requester.rdAtomicAvail--;
-                    w.tookCredit = true;
+                    sq.setTookCredit(w, true);
                 }
-                w.state = SendWqe.PENDING;
+                sq.setState(w, SendQueue.PENDING);
                 continue;
             }
-            if (w.opcode.isReadOrAtomic()) {
+            if (sq.opcode(w).isReadOrAtomic()) {
                 // a read or atomic is one request: it goes again whole
-                if (w.tookCredit) {
-                    w.tookCredit = false;
+                if (sq.tookCredit(w)) {
+                    sq.setTookCredit(w, false);
                     qp.requester.rdAtomicAvail++;
                 }
-                w.state = SendWqe.REWOUND;
-                to = w.firstPsn;
+                sq.setState(w, SendQueue.REWOUND);
+                to = sq.firstPsn(w);
                 break;
             }
-            w.sent = (long) Psn.compare(to, w.firstPsn) * qp.payloadMax();
-            w.state = SendWqe.PROCESSING;
+            sq.setSent(w, (long) Psn.compare(to, sq.firstPsn(w)) * qp.payloadMax());
+            sq.setState(w, SendQueue.PROCESSING);
             break;
         }
-        qp.reqIdx = i;
+        sq.moveReq(i);
         qp.requester.psn = to;
         lossWindow.rewound();
     }

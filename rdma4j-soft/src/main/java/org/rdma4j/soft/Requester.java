@@ -28,9 +28,10 @@ final class Requester {
     static final int RESEND_BUDGET = Math.clamp(Integer.getInteger("rdma4j.soft.resendBudget", 8), 0, 1 << 22);
 
     private final SoftQp qp;
+    private final SendQueue sq;
     private final Packet tx = new Packet();
     private final DmaPiece piece = new DmaPiece();
-    /** The payload of an INLINE request: its bytes in the QP's inline area (SendWqe.inlineOff). */
+    /** The payload of an INLINE request: its bytes in the QP's inline area (SendQueue.inlineOff). */
     private final Sgl inlinePayload;
     /** Next PSN to send (rxe req.psn). */
     int psn;
@@ -43,6 +44,7 @@ final class Requester {
 
     Requester(SoftQp qp) {
         this.qp = qp;
+        this.sq = qp.sq;
         this.inlinePayload = new Sgl(1, qp.device.dma);
     }
 
@@ -95,7 +97,7 @@ final class Requester {
             if (s != QpState.RTS && s != QpState.SQD) {
                 return;
             }
-            if (qp.rnrDeadline != 0 || qp.reqIdx == qp.sqHead) {
+            if (qp.rnrDeadline != 0 || !sq.hasWork()) {
                 qp.maybeSqDrained();
                 return;
             }
@@ -106,8 +108,9 @@ final class Requester {
                 qp.pauseBurst();
                 return;
             }
-            SendWqe w = qp.slot(qp.reqIdx);
-            if (w.state == SendWqe.POSTED || w.state == SendWqe.REWOUND) {
+            int w = sq.reqSlot();
+            int st = sq.state(w);
+            if (st == SendQueue.POSTED || st == SendQueue.REWOUND) {
                 if (s == QpState.SQD) {
                     qp.maybeSqDrained();
                     return; // draining: start nothing new
@@ -115,7 +118,7 @@ final class Requester {
                 if (!start(w)) {
                     return;
                 }
-                if (w.state == SendWqe.DONE) {
+                if (sq.state(w) == SendQueue.DONE) {
                     continue; // completed without a packet (UD larger than the MTU)
                 }
             }
@@ -127,72 +130,76 @@ final class Requester {
     }
 
     /** Begins a WQE: fence, initiator depth, local key checks. Returns false if it must wait or failed. */
-    private boolean start(SendWqe w) {
+    private boolean start(int w) {
+        SendQueue q = sq;
         boolean rc = qp.type == QpType.RC;
         // rxe req_next_wqe: a fenced WQE waits until every earlier WQE has completed (stricter than
         // IBA 10.8.3.3, which waits only for RDMA READ and atomics).
-        if (rc && (w.flags & SendFlags.FENCE) != 0 && qp.reqIdx != qp.compIdx) {
+        if (rc && (q.flags(w) & SendFlags.FENCE) != 0 && !q.reqAtComp()) {
             return false;
         }
-        if (!qp.hasOpcode(w.opcode)) {
+        WrOpcode op = q.opcode(w);
+        if (!qp.hasOpcode(op)) {
             // rxe_req.c next_opcode: no opcode of this transport for the WR (READ or an atomic on UC, RDMA on
             // UD; rdma-core posted it): LOC_QP_OP_ERR and the QP to ERR (seen in the VM: interop/rxe-probes)
             fail(w, WcStatus.LOC_QP_OP_ERR);
             return false;
         }
-        if (w.opcode.isReadOrAtomic()) {
+        if (op.isReadOrAtomic()) {
             if (rdAtomicAvail <= 0) {
                 return false; // rxe check_init_depth
             }
         }
-        WcStatus bad = w.inline ? null : resolveLocal(w);
+        boolean inline = q.inline(w);
+        WcStatus bad = inline ? null : resolveLocal(w, op);
         if (bad != null) {
             fail(w, bad);
             return false;
         }
         // A slot is reused by later WQEs: an inline one (copied at post) must not be held to the checksum of the
         // slot's last checked WQE.
-        w.postedAt = null;
-        if (!w.inline && qp.device.dma.checker() != null && !w.opcode.isReadOrAtomic()) {
+        q.setPostedAt(w, null);
+        long length = q.length(w);
+        if (!inline && qp.device.dma.checker() != null && !op.isReadOrAtomic()) {
             // DMA checker: checksum the payload now, compare when it is transmitted.
-            if (!w.sgl.reachable(0, w.length)) {
-                w.sgl.unreachable(w.opcode + " wr_id " + w.wrId + " on " + qp.describe() + " reads memory that is gone");
+            Sgl sgl = q.sgl(w);
+            if (!sgl.reachable(0, length)) {
+                sgl.unreachable(op + " wr_id " + q.wrId(w) + " on " + qp.describe() + " reads memory that is gone");
                 fail(w, WcStatus.LOC_PROT_ERR);
                 return false;
             }
-            w.postCrc = w.sgl.checksum(0, w.length);
-            w.postedAt = new Throwable("posted");
+            q.setPostCrc(w, sgl.checksum(0, length));
+            q.setPostedAt(w, new Throwable("posted"));
         }
-        if (w.opcode.isReadOrAtomic()) {
+        if (op.isReadOrAtomic()) {
             rdAtomicAvail--;
-            w.tookCredit = true;
+            q.setTookCredit(w, true);
         }
-        if (qp.type == QpType.UD && w.length > qp.device.activeMtu().bytes()) {
+        if (qp.type == QpType.UD && length > qp.device.activeMtu().bytes()) {
             // IBA C10-93.1.1: a UD message longer than the path MTU emits no packet and no error (rxe
             // "fake a success").
-            qp.reqIdx++;
+            q.advanceReq();
             qp.completeSend(w, WcStatus.SUCCESS);
             return true;
         }
-        w.firstPsn = psn;
-        w.lastPsn = Psn.add(psn, packets(w, w.length) - 1);
-        w.sent = 0;
-        w.received = 0;
-        w.state = SendWqe.PROCESSING;
+        q.setPsns(w, psn, Psn.add(psn, packets(op, length) - 1));
+        q.setSent(w, 0);
+        q.setReceived(w, 0);
+        q.setState(w, SendQueue.PROCESSING);
         return true;
     }
 
-    private int packets(SendWqe w, long bytes) {
+    private int packets(WrOpcode op, long bytes) {
         long max = qp.payloadMax();
-        if (w.opcode.isAtomic() || bytes == 0) {
+        if (op.isAtomic() || bytes == 0) {
             return 1;
         }
         return (int) Math.max(1, (bytes + max - 1) / max);
     }
 
     /** Fails a WQE the requester could not start: it completes with {@code status}, the QP goes to ERR. */
-    private void fail(SendWqe w, WcStatus status) {
-        qp.reqIdx++;
+    private void fail(int w, WcStatus status) {
+        sq.advanceReq();
         qp.completeSend(w, status);
         qp.moveToError();
     }
@@ -208,30 +215,33 @@ final class Requester {
      *         when the response arrives (do_read, do_atomic): every failure is LOC_PROT_ERR. We check it
      *         before sending, so the remote side is not touched.
      */
-    private WcStatus resolveLocal(SendWqe w) {
-        Sgl sgl = w.sgl;
+    private WcStatus resolveLocal(int w, WrOpcode op) {
+        SendQueue q = sq;
+        Sgl sgl = q.sgl(w);
         sgl.clear();
         // RDMA READ and atomics write their result locally: LOCAL_WRITE is needed (ibv_reg_mr.3).
-        boolean sink = w.opcode == WrOpcode.RDMA_READ || w.opcode.isAtomic();
+        boolean sink = op == WrOpcode.RDMA_READ || op.isAtomic();
         int need = sink ? AccessFlag.LOCAL_WRITE.bit() : 0;
         int access = sink ? DmaSpace.WRITE : DmaSpace.READ;
         WcStatus badKey = sink ? WcStatus.LOC_PROT_ERR : WcStatus.LOC_QP_OP_ERR;
-        for (int i = 0; i < w.numSge; i++) {
-            int l = w.len[i];
+        for (int i = 0, n = q.numSge(w); i < n; i++) {
+            int l = q.sgeLen(w, i);
             if (l == 0) {
                 continue;
             }
-            if (w.lkey[i] == SoftDevice.LOCAL_DMA_LKEY) {
-                if (!sgl.addDma(qp.device.dma, piece, w.addr[i], l, w.buf[i], access)) {
+            int lkey = q.sgeLkey(w, i);
+            long addr = q.sgeAddr(w, i);
+            if (lkey == SoftDevice.LOCAL_DMA_LKEY) {
+                if (!sgl.addDma(qp.device.dma, piece, addr, l, q.sgeBuf(w, i), access)) {
                     return WcStatus.LOC_PROT_ERR;
                 }
                 continue;
             }
-            SoftMr mr = qp.device.lookupMr(w.lkey[i]);
+            SoftMr mr = qp.device.lookupMr(lkey);
             if (mr == null || mr.pd != qp.pd || !mr.allows(need)) {
                 return badKey; // rxe lookup_mr: key, PD and access
             }
-            if (!mr.contains(w.addr[i], l) || !sgl.addMr(mr, w.addr[i] - mr.address, l, access, piece)) {
+            if (!mr.contains(addr, l) || !sgl.addMr(mr, addr - mr.address, l, access, piece)) {
                 return WcStatus.LOC_PROT_ERR; // rxe mr_check_range: -EFAULT
             }
         }
@@ -239,7 +249,8 @@ final class Requester {
     }
 
     /** Emits the next packet of a started WQE. */
-    private boolean sendNext(SendWqe w) {
+    private boolean sendNext(int w) {
+        SendQueue q = sq;
         boolean rc = qp.type == QpType.RC;
         if (rc && Psn.compare(psn, Psn.add(qp.completer.psn, SoftQp.MAX_UNACKED_PSNS)) > 0) {
             return false; // rxe wait_psn: the window is full
@@ -257,8 +268,8 @@ final class Requester {
             // dropped it (rxe) acknowledges these packets, and the resend goes on as go-back-N.
             return false;
         }
-        if (w.state == SendWqe.RETRY) {
-            w.state = SendWqe.PROCESSING; // resent: its responses count again
+        if (q.state(w) == SendQueue.RETRY) {
+            q.setState(w, SendQueue.PROCESSING); // resent: its responses count again
         }
         // the packet object is this requester's own: its reference fields are stored only when they change (a
         // reference store into an old object is a G1 card-marking barrier with a StoreLoad fence, and at 1,000
@@ -273,26 +284,29 @@ final class Requester {
         p.ackReq = false;
         int t = qp.type == QpType.RC ? Opcodes.RC : qp.type == QpType.UC ? Opcodes.UC : Opcodes.UD;
         boolean last;
-        switch (w.opcode) {
+        WrOpcode wop = q.opcode(w);
+        long length = q.length(w);
+        long sent = q.sent(w);
+        switch (wop) {
             case RDMA_READ -> {
-                long remaining = w.length - w.sent;
+                long remaining = length - sent;
                 p.opcode = Opcodes.RC | Opcodes.READ_REQUEST;
-                p.va = w.remoteAddr + w.sent;
-                p.rkey = w.rkey;
+                p.va = q.remoteAddr(w) + sent;
+                p.rkey = q.rkey(w);
                 p.dmaLen = (int) remaining;
-                int n = packets(w, remaining);
+                int n = packets(wop, remaining);
                 psn = Psn.add(psn, n);
                 last = true;
             }
             case ATOMIC_CMP_AND_SWP, ATOMIC_FETCH_AND_ADD -> {
-                p.opcode = Opcodes.RC | (w.opcode == WrOpcode.ATOMIC_CMP_AND_SWP ? Opcodes.COMPARE_SWAP : Opcodes.FETCH_ADD);
-                p.va = w.remoteAddr;
-                p.rkey = w.rkey;
-                if (w.opcode == WrOpcode.ATOMIC_CMP_AND_SWP) {
-                    p.compare = w.compareAdd;
-                    p.swapAdd = w.swap;
+                p.opcode = Opcodes.RC | (wop == WrOpcode.ATOMIC_CMP_AND_SWP ? Opcodes.COMPARE_SWAP : Opcodes.FETCH_ADD);
+                p.va = q.remoteAddr(w);
+                p.rkey = q.rkey(w);
+                if (wop == WrOpcode.ATOMIC_CMP_AND_SWP) {
+                    p.compare = q.compareAdd(w);
+                    p.swapAdd = q.swap(w);
                 } else {
-                    p.swapAdd = w.compareAdd;
+                    p.swapAdd = q.compareAdd(w);
                     p.compare = 0;
                 }
                 psn = Psn.add(psn, 1);
@@ -300,21 +314,21 @@ final class Requester {
             }
             default -> {
                 long max = qp.payloadMax();
-                long remaining = w.length - w.sent;
+                long remaining = length - sent;
                 int chunk = (int) Math.min(remaining, max);
-                boolean first = w.sent == 0;
+                boolean first = sent == 0;
                 last = remaining == chunk;
-                boolean write = w.opcode == WrOpcode.RDMA_WRITE || w.opcode == WrOpcode.RDMA_WRITE_WITH_IMM;
-                boolean imm = w.opcode.hasImm();
+                boolean write = wop == WrOpcode.RDMA_WRITE || wop == WrOpcode.RDMA_WRITE_WITH_IMM;
+                boolean imm = wop.hasImm();
                 int op;
                 if (write) {
                     op = first && last ? (imm ? Opcodes.WRITE_ONLY_IMM : Opcodes.WRITE_ONLY)
                             : first ? Opcodes.WRITE_FIRST
                             : last ? (imm ? Opcodes.WRITE_LAST_IMM : Opcodes.WRITE_LAST) : Opcodes.WRITE_MIDDLE;
                     if (first) {
-                        p.va = w.remoteAddr;
-                        p.rkey = w.rkey;
-                        p.dmaLen = (int) w.length;
+                        p.va = q.remoteAddr(w);
+                        p.rkey = q.rkey(w);
+                        p.dmaLen = (int) length;
                     }
                 } else {
                     op = first && last ? (imm ? Opcodes.SEND_ONLY_IMM : Opcodes.SEND_ONLY)
@@ -323,41 +337,43 @@ final class Requester {
                 }
                 p.opcode = t | op;
                 if (imm && last) {
-                    p.imm = w.imm;
+                    p.imm = q.imm(w);
                 }
-                if (last && (w.flags & SendFlags.SOLICITED) != 0) {
+                if (last && (q.flags(w) & SendFlags.SOLICITED) != 0) {
                     p.solicited = true;
                 }
-                Sgl src = w.sgl;
-                if (w.inline) {
+                Sgl src;
+                if (q.inline(w)) {
                     src = inlinePayload;
-                    src.set(qp.inlineArea, w.inlineOff, w.length);
+                    src.set(qp.inlineArea, q.inlineOff(w), length);
+                } else {
+                    src = q.sgl(w);
                 }
                 if (p.payload != src) {
                     p.payload = src;
                 }
-                p.payloadOff = w.sent;
+                p.payloadOff = sent;
                 p.payloadLen = chunk;
-                if (src.port != null && !sourceReadable(w, src, chunk, last) || !src.reachable(w.sent, chunk)) {
+                if (src.port != null && !sourceReadable(w, src, chunk, last) || !src.reachable(sent, chunk)) {
                     // The device reads the payload as it transmits (rxe finish_packet): a fault now, an IOMMU
                     // mapping removed since post or memory whose arena was closed, fails the WQE with
                     // LOC_PROT_ERR (rxe: -EFAULT from the copy).
-                    if (!src.reachable(w.sent, chunk)) {
-                        src.unreachable(w.opcode + " wr_id " + w.wrId + " on " + qp.describe()
+                    if (!src.reachable(sent, chunk)) {
+                        src.unreachable(wop + " wr_id " + q.wrId(w) + " on " + qp.describe()
                                 + " reads memory whose arena is closed or that another thread owns");
                     }
                     fail(w, WcStatus.LOC_PROT_ERR);
                     return false;
                 }
-                w.sent += chunk;
+                q.setSent(w, sent + chunk);
                 psn = Psn.add(psn, 1);
                 if (qp.type == QpType.UD) {
                     // rxe init_req_packet: the DETH carries the WR's remote_qkey unchanged, bit 31 or not (IBA
                     // C10-15 would send the QP's own Q_Key for a controlled one; rxe does not; seen in the VM:
                     // interop/rxe-probes, case qkey).
-                    p.qkey = w.remoteQkey;
+                    p.qkey = q.remoteQkey(w);
                     p.srcQpn = qp.qpn;
-                    p.destQpn = w.remoteQpn & Psn.MASK;
+                    p.destQpn = q.remoteQpn(w) & Psn.MASK;
                 }
             }
         }
@@ -367,8 +383,8 @@ final class Requester {
             // the last one posted so far, or every MAX_PKT_PER_ACK / 2 packets. The responder answers
             // exactly the packets that ask (rxe acknowledge()), and one ACK completes every earlier
             // SEND/WRITE (IBA 9.7.5.1.3 coalescing), so every quiescent point is still acknowledged.
-            boolean want = last && (w.signaled || w.opcode.isReadOrAtomic() || qp.reqIdx + 1 == qp.sqHead
-                    || w.flags != 0 && (w.flags & SendFlags.FENCE) != 0);
+            boolean want = last && (q.signaled(w) || wop.isReadOrAtomic() || q.reqIsLast()
+                    || (q.flags(w) & SendFlags.FENCE) != 0);
             // A resend's first packet and the last its budget allows ask for the response that lets it go
             // on: the first fills the gap and is answered with how far the responder now is; if it was
             // lost, the last is answered with the NAK again; a single lost packet cannot stall the resend.
@@ -398,8 +414,8 @@ final class Requester {
             highWater = psn;
         }
         if (last) {
-            qp.reqIdx++;
-            w.state = rc ? SendWqe.PENDING : SendWqe.DONE;
+            q.advanceReq();
+            q.setState(w, rc ? SendQueue.PENDING : SendQueue.DONE);
         }
         if (rc) {
             qp.armRetransmit();
@@ -443,23 +459,29 @@ final class Requester {
     }
 
     /** Checks the device's read of the next chunk; with the DMA checker, compares the payload checksum. */
-    private boolean sourceReadable(SendWqe w, Sgl src, int chunk, boolean last) {
-        if (!src.access(w.sent, chunk, DmaSpace.READ)) {
+    private boolean sourceReadable(int w, Sgl src, int chunk, boolean last) {
+        SendQueue q = sq;
+        if (!src.access(q.sent(w), chunk, DmaSpace.READ)) {
             return false;
         }
-        if (last && w.postedAt != null && qp.device.dma.checker() != null && w.sgl.reachable(0, w.length)
-                && w.sgl.checksum(0, w.length) != w.postCrc) {
-            qp.device.dma.checker().sendBufferChanged(w.opcode + " wr_id " + w.wrId + " on QP 0x"
-                    + Integer.toHexString(qp.qpn) + " (" + w.length + " bytes)", w.postedAt);
-            w.postedAt = null; // once per request
+        Throwable postedAt = last ? q.postedAt(w) : null;
+        if (postedAt != null && qp.device.dma.checker() != null) {
+            long length = q.length(w);
+            Sgl sgl = q.sgl(w);
+            if (sgl.reachable(0, length) && sgl.checksum(0, length) != q.postCrc(w)) {
+                qp.device.dma.checker().sendBufferChanged(q.opcode(w) + " wr_id " + q.wrId(w) + " on QP 0x"
+                        + Integer.toHexString(qp.qpn) + " (" + length + " bytes)", postedAt);
+                q.setPostedAt(w, null); // once per request
+            }
         }
         return true;
     }
 
-    private void route(Packet p, SendWqe w) {
+    private void route(Packet p, int w) {
         if (qp.type == QpType.UD) {
-            AhAttributes a = w.ah.attrs;
-            p.setRoute(w.ah.peer, qp.device.gid(a.sgidIndex()), a.dgid());
+            SoftAh ah = sq.ah(w);
+            AhAttributes a = ah.attrs;
+            p.setRoute(ah.peer, qp.device.gid(a.sgidIndex()), a.dgid());
             p.hopLimit = a.hopLimit();
             p.trafficClass = a.trafficClass();
         } else {

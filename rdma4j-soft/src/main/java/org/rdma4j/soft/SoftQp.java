@@ -53,7 +53,7 @@ final class SoftQp extends SoftResource implements QueuePair {
     final int qpn;
     final RecvQueue rq;
     private final Arena arena;
-    /** The send queue's inline data, one stride per slot (SendWqe.inlineOff). */
+    /** The send queue's inline data, one stride per slot (SendQueue.inlineOff). */
     final MemorySegment inlineArea;
 
     // Attributes (written by the owner after creation; state is volatile for posting and polling).
@@ -81,12 +81,8 @@ final class SoftQp extends SoftResource implements QueuePair {
     /** The device owning dgid, resolved when the address vector is set (null if none yet). */
     SoftDevice peer;
 
-    // Send queue: slots [compIdx, sqHead) are outstanding; reqIdx is the requester's position.
-    final SendWqe[] sq; // power-of-two ring; at most cap.maxSendWr() outstanding
-    private final int sqMask;
-    long sqHead;
-    long reqIdx;
-    long compIdx;
+    /** The send queue: at most cap.maxSendWr() outstanding (owner only). */
+    final SendQueue sq;
 
     // Timers: written by the owner; volatile, so the engine agent reads them without the executor. 0 = disarmed.
     volatile long retransDeadline;
@@ -177,13 +173,9 @@ final class SoftQp extends SoftResource implements QueuePair {
                 s == null ? recvSge : 0, c.maxInlineData());
         this.rq = s == null ? new RecvQueue(c.maxRecvWr(), recvSge) : null;
         this.arena = Arena.ofShared();
-        this.sq = new SendWqe[Bytes.ceilPow2(c.maxSendWr())];
-        this.sqMask = sq.length - 1;
         int inl = Math.max(8, (c.maxInlineData() + 7) & ~7);
-        this.inlineArea = arena.allocate((long) inl * sq.length, 8);
-        for (int i = 0; i < sq.length; i++) {
-            sq[i] = new SendWqe(sendSge, (long) i * inl, device.dma);
-        }
+        this.sq = new SendQueue(c.maxSendWr(), sendSge, inl, device.dma);
+        this.inlineArea = arena.allocate((long) inl * sq.slots(), 8);
         this.validOps = new boolean[WrOpcode.values().length];
         for (WrOpcode op : WrOpcode.values()) {
             validOps[op.ordinal()] = op.validFor(type);
@@ -609,7 +601,7 @@ final class SoftQp extends SoftResource implements QueuePair {
                 EngineErrors.qpWorkFailed(this, "timers", t);
             }
         }
-        if (reqIdx != sqHead && (state == QpState.RTS || state == QpState.SQD || state == QpState.ERR)) {
+        if (sq.hasWork() && (state == QpState.RTS || state == QpState.SQD || state == QpState.ERR)) {
             try {
                 requester.run();
             } catch (Throwable t) {
@@ -704,10 +696,6 @@ final class SoftQp extends SoftResource implements QueuePair {
     /** {@return whether the QP's transport has this operation (rxe next_opcode finds an opcode for it)} */
     boolean hasOpcode(WrOpcode op) {
         return validOps[op.ordinal()];
-    }
-
-    SendWqe slot(long idx) {
-        return sq[(int) idx & sqMask];
     }
 
     /** Bytes per packet on this QP's path: the path MTU on a wire, unlimited in-process. */
@@ -903,7 +891,7 @@ final class SoftQp extends SoftResource implements QueuePair {
                     .rnrRetry(rnrRetry).minRnrTimer(minRnrTimer).maxRdAtomic(maxRdAtomic)
                     .maxDestRdAtomic(maxDestRdAtomic).sqPsn(requester.psn).rqPsn(responder.psn)
                     .enSqdAsyncNotify(enSqdAsyncNotify).cap(cap);
-            a.sqDraining(state == QpState.SQD && compIdx != sqHead);
+            a.sqDraining(state == QpState.SQD && !sq.isEmpty());
             return a;
         } finally {
             exec.release();
@@ -914,9 +902,7 @@ final class SoftQp extends SoftResource implements QueuePair {
 
     private void reset() {
         state = QpState.RESET;
-        sqHead = 0;
-        reqIdx = 0;
-        compIdx = 0;
+        sq.reset();
         retransDeadline = 0;
         rnrDeadline = 0; // the timer service forgets a QP with no deadline
         paceDeadline = 0;
@@ -959,17 +945,18 @@ final class SoftQp extends SoftResource implements QueuePair {
     }
 
     void flushSendQueue() {
-        while (compIdx != sqHead) {
-            SendWqe w = slot(compIdx);
-            if (w.tookCredit) {
-                w.tookCredit = false;
+        SendQueue q = sq;
+        while (!q.isEmpty()) {
+            int w = q.compSlot();
+            if (q.tookCredit(w)) {
+                q.setTookCredit(w, false);
                 requester.rdAtomicAvail++;
             }
-            w.state = SendWqe.DONE;
-            compIdx++;
-            sendCq.post(w.wrId, WcStatus.WR_FLUSH_ERR, w.opcode.wcOpcode(), 0, 0, qpn, 0, 0, false);
+            q.setState(w, SendQueue.DONE);
+            q.advanceComp();
+            sendCq.post(q.wrId(w), WcStatus.WR_FLUSH_ERR, q.opcode(w).wcOpcode(), 0, 0, qpn, 0, 0, false);
         }
-        reqIdx = sqHead;
+        q.reqToHead();
     }
 
     void flushRecvQueue() {
@@ -982,21 +969,25 @@ final class SoftQp extends SoftResource implements QueuePair {
         }
     }
 
-    /** Completes a send WQE; a CQE is generated if it failed or is signaled. */
-    void completeSend(SendWqe w, WcStatus status) {
-        w.state = SendWqe.DONE;
-        if (w.tookCredit) {
-            w.tookCredit = false;
+    /**
+     * Completes a send WQE, the oldest outstanding one (slot {@code w}); a CQE is generated if it failed or is
+     * signaled.
+     */
+    void completeSend(int w, WcStatus status) {
+        SendQueue q = sq;
+        q.setState(w, SendQueue.DONE);
+        if (q.tookCredit(w)) {
+            q.setTookCredit(w, false);
             requester.rdAtomicAvail++;
         }
-        compIdx++;
-        if (status != WcStatus.SUCCESS || w.signaled) {
+        q.advanceComp();
+        if (status != WcStatus.SUCCESS || q.signaled(w)) {
             // rxe make_send_cqe: byte_len is the WQE's length, for an atomic too (16 for a 16-byte SGE:
             // seen in the VM)
-            int byteLen = (int) w.length;
+            int byteLen = (int) q.length(w);
             // A full send CQ loses the completion and raises CQ_ERR; the QP carries on (rxe's completer
             // ignores rxe_cq_post's -EBUSY).
-            sendCq.post(w.wrId, status, w.opcode.wcOpcode(), byteLen, 0, qpn, 0, 0, false);
+            sendCq.post(q.wrId(w), status, q.opcode(w).wcOpcode(), byteLen, 0, qpn, 0, 0, false);
         }
     }
 
@@ -1014,7 +1005,7 @@ final class SoftQp extends SoftResource implements QueuePair {
     }
 
     void maybeSqDrained() {
-        if (state == QpState.SQD && compIdx == sqHead && enSqdAsyncNotify) {
+        if (state == QpState.SQD && sq.isEmpty() && enSqdAsyncNotify) {
             enSqdAsyncNotify = false;
             pd.ctx.raise(new AsyncEvent(AsyncEventType.SQ_DRAINED, this, null, null, 0));
         }
@@ -1095,7 +1086,7 @@ final class SoftQp extends SoftResource implements QueuePair {
         }
         if (retransDeadline != 0 && nowNs - retransDeadline >= 0) {
             retransDeadline = 0;
-            if (completer.outstanding() == null) {
+            if (completer.outstanding() == SendQueue.NONE) {
                 return;
             }
             if (progressSinceArm || rnrDeadline != 0) {
@@ -1182,7 +1173,8 @@ final class SoftQp extends SoftResource implements QueuePair {
         if (!validate(wr)) {
             return false;
         }
-        if (sqHead - compIdx >= cap.maxSendWr()) {
+        SendQueue q = sq;
+        if (q.isFull()) {
             String m = sqFullMessage;
             if (m == null) {
                 m = sqFullMessage = "send queue of " + describe() + " is full (" + cap.maxSendWr()
@@ -1192,29 +1184,10 @@ final class SoftQp extends SoftResource implements QueuePair {
             wr.postError(Errno.ENOMEM, m);
             return false;
         }
-        SendWqe w = slot(sqHead);
-        w.wrId = wr.wrId();
-        WrOpcode op = wr.opcode();
-        if (w.opcode != op) {
-            w.opcode = op; // reference stores only when they change: no GC barrier per request
-        }
-        w.flags = wr.sendFlags();
-        w.imm = wr.immData();
-        w.remoteAddr = wr.remoteAddr();
-        w.rkey = wr.rkey();
-        w.compareAdd = wr.compareAdd();
-        w.swap = wr.swap();
-        SoftAh ah = (SoftAh) wr.ah();
-        if (w.ah != ah) {
-            w.ah = ah;
-        }
-        w.remoteQpn = wr.remoteQpn();
-        w.remoteQkey = wr.remoteQkey();
-        w.signaled = sqSigAll || (wr.sendFlags() & SendFlags.SIGNALED) != 0;
-        w.inline = (wr.sendFlags() & SendFlags.INLINE) != 0;
+        int w = q.headSlot();
+        q.write(w, wr, sqSigAll || (wr.sendFlags() & SendFlags.SIGNALED) != 0);
         int n = wr.numSge();
-        w.numSge = n;
-        if (w.inline) {
+        if ((wr.sendFlags() & SendFlags.INLINE) != 0) {
             // the bytes are copied now; the scatter list is not kept (nothing reads it again)
             if (!copyInline(w, wr)) {
                 long total = 0;
@@ -1229,23 +1202,13 @@ final class SoftQp extends SoftResource implements QueuePair {
             long total = 0;
             for (int i = 0; i < n; i++) {
                 ScatterGatherEntry s = wr.sge(i);
-                w.addr[i] = s.addr();
-                w.len[i] = s.length();
-                w.lkey[i] = s.lkey();
-                MemorySegment b = s.segment();
-                if (w.buf[i] != b) {
-                    w.buf[i] = b; // the CPU memory of a DMA-mapped entry; skip the store when unchanged
-                }
+                q.setSge(w, i, s);
                 total += s.length();
             }
-            w.length = total;
+            q.setLength(w, total);
         }
-        w.state = SendWqe.POSTED;
-        w.sent = 0;
-        w.received = 0;
-        w.tookCredit = false;
+        q.publish(w);
         wr.postError(null);
-        sqHead++;
         return true;
     }
 
@@ -1323,12 +1286,12 @@ final class SoftQp extends SoftResource implements QueuePair {
      * Copies inline data into the WQE's stride of the inline area and sets its length; the L_Key is not checked
      * (ibv_post_send.3).
      */
-    private boolean copyInline(SendWqe w, SendWorkRequest wr) {
+    private boolean copyInline(int w, SendWorkRequest wr) {
         long pos = 0;
         MemorySegment dst = inlineArea;
-        long base = w.inlineOff;
+        long base = sq.inlineOff(w);
         try {
-            for (int i = 0; i < w.numSge; i++) {
+            for (int i = 0, n = wr.numSge(); i < n; i++) {
                 ScatterGatherEntry s = wr.sge(i);
                 int l = s.length();
                 if (l == 0) {
@@ -1358,7 +1321,7 @@ final class SoftQp extends SoftResource implements QueuePair {
         } catch (IllegalStateException | IndexOutOfBoundsException | WrongThreadException ex) {
             return false; // a closed arena, a range outside the segment, a confined segment of another thread
         }
-        w.length = pos;
+        sq.setLength(w, pos);
         return true;
     }
 
