@@ -57,9 +57,9 @@ final class SendQueue {
 
     private static final WrOpcode[] OPCODES = WrOpcode.values();
 
-    /** Longs per slot: the fields below, padded to two cache lines. */
-    private static final int STRIDE = 16;
     private static final int SHIFT = 4;
+    /** Longs per slot: the fields below, padded to two cache lines. */
+    private static final int STRIDE = 1 << SHIFT;
     private static final int WR_ID = 0;
     private static final int REMOTE_ADDR = 1;
     private static final int COMPARE_ADD = 2;
@@ -164,8 +164,8 @@ final class SendQueue {
         return head - comp >= capacity;
     }
 
-    /** {@return WQEs posted and not completed} */
-    int outstanding() {
+    /** {@return the number of WQEs posted and not completed} */
+    int count() {
         return (int) (head - comp);
     }
 
