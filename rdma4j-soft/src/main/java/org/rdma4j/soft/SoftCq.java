@@ -56,7 +56,8 @@ final class SoftCq extends SoftResource implements CompletionQueue {
         volatile boolean retired;
 
         Ring(int cqe) {
-            this.slots = new long[Bytes.ceilPow2(cqe) * STRIDE];
+            // a ring has at least two slots (SlotRing); a CQ of one entry claims up to its logical capacity
+            this.slots = new long[Bytes.ceilPow2(Math.max(2, cqe)) * STRIDE];
             this.ring = SlotRing.mpmc(slots, STRIDE);
             this.capacity = cqe;
         }

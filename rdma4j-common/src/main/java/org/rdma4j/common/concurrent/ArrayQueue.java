@@ -19,7 +19,7 @@ public final class ArrayQueue<E> {
         if (capacity < 1 || capacity > 1 << 30) {
             throw new IllegalArgumentException("capacity " + capacity + " (expected 1..2^30)");
         }
-        int n = capacity == 1 ? 1 : Integer.highestOneBit(capacity - 1) << 1;
+        int n = capacity <= 2 ? 2 : Integer.highestOneBit(capacity - 1) << 1; // a ring has at least 2 slots
         long[] seq = new long[n];
         this.ring = switch (mode) {
             case 's' -> SlotRing.spsc(seq, 1);

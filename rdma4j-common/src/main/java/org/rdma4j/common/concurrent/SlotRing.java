@@ -37,6 +37,14 @@ public final class SlotRing {
     private final boolean multiProducer;
     private final boolean multiConsumer;
     private final long[] index = new long[40];
+    /**
+     * Set in the producer index by {@link #close}: claims fail from then on, and the positions claimed before it
+     * are final (a growable queue moves its producers to a larger ring this way, as JCTools' linked array queues
+     * do with their jump marker).
+     */
+    private static final long CLOSED = 1L << 62;
+    /** What {@link #claim} returns once the ring is {@link #close closed}. */
+    public static final long CLOSED_RING = -2;
 
     private SlotRing(long[] slots, int stride, boolean multiProducer, boolean multiConsumer) {
         if (stride < 1 || slots.length % stride != 0) {
@@ -44,8 +52,11 @@ public final class SlotRing {
                     + " (expected stride >= 1 dividing the length)");
         }
         int n = slots.length / stride;
-        if (n < 1 || Integer.bitCount(n) != 1) {
-            throw new IllegalArgumentException("capacity " + n + " (slots.length / stride) must be a power of two");
+        if (n < 2 || Integer.bitCount(n) != 1) {
+            // With one slot, the sequence of a published entry (p + 1) is the one that frees the slot for the
+            // next position (p + 1): a producer could claim and overwrite an entry a consumer is still reading.
+            throw new IllegalArgumentException("capacity " + n + " (slots.length / stride) must be a power of two,"
+                    + " at least 2");
         }
         this.slots = slots;
         this.stride = stride;
@@ -62,7 +73,7 @@ public final class SlotRing {
     /**
      * A ring for one producer and one consumer.
      *
-     * @param slots  storage: capacity x stride words, capacity a power of two
+     * @param slots  storage: capacity x stride words, capacity a power of two, at least 2
      * @param stride words per slot, the sequence word included (8 = one cache line)
      * @return a ring for one producer and one consumer
      */
@@ -73,7 +84,7 @@ public final class SlotRing {
     /**
      * A ring for many producers and one consumer.
      *
-     * @param slots  storage: capacity x stride words, capacity a power of two
+     * @param slots  storage: capacity x stride words, capacity a power of two, at least 2
      * @param stride words per slot, the sequence word included
      * @return a ring for many producers and one consumer
      */
@@ -84,7 +95,7 @@ public final class SlotRing {
     /**
      * A ring for many producers and many consumers.
      *
-     * @param slots  storage: capacity x stride words, capacity a power of two
+     * @param slots  storage: capacity x stride words, capacity a power of two, at least 2
      * @param stride words per slot, the sequence word included
      * @return a ring for many producers and many consumers
      */
@@ -133,7 +144,7 @@ public final class SlotRing {
     /**
      * Claims the next slot for writing (producer).
      *
-     * @return its sequence, or -1 when the ring is full
+     * @return its sequence, -1 when the ring is full, or {@link #CLOSED_RING} once it is {@link #close closed}
      */
     public long claim() {
         return claim(capacity);
@@ -144,12 +155,16 @@ public final class SlotRing {
      * logical capacity is below the ring's, such as a CQ of 5 entries in a ring of 8).
      *
      * @param limit at most {@link #capacity}
-     * @return its sequence, or -1 when the ring holds {@code limit} entries (or is full)
+     * @return its sequence, -1 when the ring holds {@code limit} entries (or is full), or {@link #CLOSED_RING}
+     *         once it is {@link #close closed}
      */
     public long claim(int limit) {
         final long[] s = slots;
         for (;;) {
             long pos = (long) LONGS.getOpaque(index, TAIL);
+            if ((pos & CLOSED) != 0) {
+                return CLOSED_RING;
+            }
             // lpHeadCache: a stale (smaller) value only makes us re-read the consumer's index
             long headCache = (long) LONGS.getOpaque(index, HEAD_CACHE);
             if (pos - headCache >= limit) {
@@ -174,6 +189,35 @@ public final class SlotRing {
             }
             // else another producer claimed pos: retry with the new tail
         }
+    }
+
+    /**
+     * Ends claiming (a ring of many producers): claims fail with {@link #CLOSED_RING} from now on, and a claim
+     * racing with the close either took its slot before it or fails. What was claimed stays to be published and
+     * consumed; {@link #producerPosition} is then final. Idempotent.
+     *
+     * @return the final producer position
+     * @throws IllegalStateException for a ring of one producer (its claim is not a CAS a close could order)
+     */
+    public long close() {
+        if (!multiProducer) {
+            throw new IllegalStateException("only a ring of many producers can be closed");
+        }
+        for (;;) {
+            long pos = (long) LONGS.getVolatile(index, TAIL);
+            if ((pos & CLOSED) != 0 || LONGS.compareAndSet(index, TAIL, pos, pos | CLOSED)) {
+                return pos & ~CLOSED;
+            }
+        }
+    }
+
+    /**
+     * Returns whether {@link #close} was called.
+     *
+     * @return whether {@link #close} was called
+     */
+    public boolean isClosed() {
+        return ((long) LONGS.getAcquire(index, TAIL) & CLOSED) != 0;
     }
 
     /**
@@ -238,7 +282,7 @@ public final class SlotRing {
      */
     public int size() {
         long head = (long) LONGS.getAcquire(index, HEAD);
-        long tail = (long) LONGS.getAcquire(index, TAIL);
+        long tail = (long) LONGS.getAcquire(index, TAIL) & ~CLOSED;
         return (int) Math.max(0, Math.min(capacity, tail - head));
     }
 
@@ -248,7 +292,7 @@ public final class SlotRing {
      * @return the producer position: sequences claimed so far
      */
     public long producerPosition() {
-        return (long) LONGS.getAcquire(index, TAIL);
+        return (long) LONGS.getAcquire(index, TAIL) & ~CLOSED;
     }
 
     /**

@@ -35,7 +35,8 @@ class ArrayQueueTest {
         ArrayQueue<String> q = ArrayQueue.spsc(1);
         assertThrows(NullPointerException.class, () -> q.offer(null));
         assertTrue(q.offer("a"));
-        assertFalse(q.offer("b"));
+        assertTrue(q.offer("b"), "a capacity of 1 is rounded up to a ring's two slots");
+        assertFalse(q.offer("c"));
         assertThrows(IllegalArgumentException.class, () -> ArrayQueue.mpmc(0));
     }
 

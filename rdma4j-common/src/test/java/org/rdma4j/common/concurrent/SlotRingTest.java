@@ -87,10 +87,34 @@ class SlotRingTest {
     }
 
     @Test
+    void shouldRefuseClaimsOnceClosedAndKeepWhatWasClaimed() {
+        SlotRing r = SlotRing.mpsc(new long[4], 1);
+        long a = r.claim();
+        r.publish(a);
+        long b = r.claim(); // claimed before the close, published after it
+        assertEquals(2, r.close(), "the final producer position");
+        assertTrue(r.isClosed());
+        assertEquals(SlotRing.CLOSED_RING, r.claim(), "no claim after the close");
+        assertEquals(2, r.close(), "idempotent");
+        assertEquals(2, r.producerPosition());
+        assertEquals(2, r.size());
+        r.publish(b);
+        assertEquals(a, r.poll());
+        r.release(a);
+        assertEquals(b, r.poll());
+        r.release(b);
+        assertEquals(-1, r.poll());
+        assertEquals(r.producerPosition(), r.consumerPosition());
+        assertThrows(IllegalStateException.class, () -> SlotRing.spsc(new long[4], 1).close());
+    }
+
+    @Test
     void shouldRejectBadGeometry() {
         assertThrows(IllegalArgumentException.class, () -> SlotRing.spsc(new long[6], 2));
         assertThrows(IllegalArgumentException.class, () -> SlotRing.spsc(new long[8], 3));
         assertThrows(IllegalArgumentException.class, () -> SlotRing.spsc(new long[0], 1));
+        // one slot: a published entry's sequence would free it for the next claim (InboxTest's producers saw it)
+        assertThrows(IllegalArgumentException.class, () -> SlotRing.mpmc(new long[4], 4));
     }
 
     /**
