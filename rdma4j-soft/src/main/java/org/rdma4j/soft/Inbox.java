@@ -41,19 +41,55 @@ final class Inbox {
     private static final int HELD = 2;
     private static final int BROKEN = 3;
 
-    private final SlotRing ring;
-    private final long[] words;
-    /** The slots as bytes, for payloads copied in and read out. */
-    private final MemorySegment bytes;
-    /** Per slot: source and destination GID (stride 2). */
-    private final Object[] gids;
-    /** Per slot: where a payload too large for the slot is held, made on first use. */
-    private final Held[] held;
+    /**
+     * One ring of slots. The inbox starts with a small one and moves to one twice as large when a producer finds
+     * it full, up to the inbox's maximum: a queue pair's packets pass through the slots one after the other, so a
+     * ring of 512 slots (64 KiB) moved its traffic through 64 KiB of lines, most of them out of the cache by the
+     * time they came round again, where a QP with a few packets in flight needs a few lines (docs/benchmarks.md,
+     * session 8: memory per QP and the 1,000-QP rate).
+     */
+    private static final class Ring {
+        final SlotRing ring;
+        final long[] words;
+        /** The slots as bytes, for payloads copied in and read out. */
+        final MemorySegment bytes;
+        /** Per slot: source and destination GID (stride 2). */
+        final Object[] gids;
+        /** Per slot: where a payload too large for the slot is held, made on first use. */
+        final Held[] held;
+        /** The inbox's packets before this ring's first: its consumer position plus this is the inbox's. */
+        final long base;
+        /** The ring the producers moved to when this one was closed (set before {@link #tail} points at it). */
+        volatile Ring next;
+
+        Ring(int capacity, long base) {
+            this.words = new long[capacity * STRIDE];
+            this.ring = SlotRing.mpsc(words, STRIDE);
+            this.bytes = MemorySegment.ofArray(words);
+            this.gids = new Object[capacity * 2];
+            this.held = new Held[capacity];
+            this.base = base;
+        }
+
+        /** {@return whether a producer claimed a slot of this ring that the consumer has not taken} */
+        boolean claimedAny() {
+            return ring.producerPosition() != ring.consumerPosition();
+        }
+    }
+
+    private final int maxSlots;
+    /** The ring producers claim in (it only moves to a larger one). */
+    private volatile Ring tail;
+    /** The ring the consumer takes from: {@link #tail}, or an older one it has not emptied yet. */
+    private volatile Ring head;
     /** The consumer's view of the slot it is processing (valid from {@link #packet} to {@link #done}). */
     private final Packet rx = new Packet();
     private final Sgl rxInline = new Sgl(1);
-    /** The sequence {@link #rx} holds (decoded by {@link #peek}), or -1. */
+    /** The sequence {@link #rx} holds (decoded by {@link #peek}), or -1; in ring {@link #rxRing}. */
     private long rxSeq = -1;
+    private Ring rxRing;
+    /** The ring of the slot the consumer polled last ({@link #packet}, {@link #done}). */
+    private Ring polled;
 
     /** A large payload beside its slot. */
     private static final class Held {
@@ -61,13 +97,41 @@ final class Inbox {
         MemorySegment buf;
     }
 
-    /** @param capacity slots, a power of two */
+    /** @param capacity slots, a power of two: a fixed-size inbox */
     Inbox(int capacity) {
-        this.words = new long[capacity * STRIDE];
-        this.ring = SlotRing.mpsc(words, STRIDE);
-        this.bytes = MemorySegment.ofArray(words);
-        this.gids = new Object[capacity * 2];
-        this.held = new Held[capacity];
+        this(capacity, capacity);
+    }
+
+    /**
+     * @param first slots of the first ring, a power of two, at least 2
+     * @param max   slots at most, a power of two not below {@code first}: a producer that finds a ring of this
+     *              size full loses its packet
+     */
+    Inbox(int first, int max) {
+        if (first < 2 || Integer.bitCount(first) != 1 || Integer.bitCount(max) != 1 || max < first) {
+            throw new IllegalArgumentException("first=" + first + ", max=" + max + " (powers of two, 2 <= first <= max)");
+        }
+        this.maxSlots = max;
+        Ring r = new Ring(first, 0);
+        this.tail = r;
+        this.head = r;
+    }
+
+    /**
+     * Moves the producers from a full ring to one twice as large (any producer; rare: at most log2(max/first)
+     * times in an inbox's life). The full ring is closed first, so no claim lands in it afterwards and the
+     * consumer empties it before it moves on: each producer's packets stay in the order it sent them.
+     */
+    private void grow(Ring full) {
+        synchronized (this) {
+            if (tail != full) {
+                return; // another producer grew it
+            }
+            long end = full.ring.close();
+            Ring n = new Ring(full.ring.capacity() * 2, full.base + end);
+            full.next = n;
+            tail = n;
+        }
     }
 
     /**
@@ -79,11 +143,24 @@ final class Inbox {
      *         under the sender); the slot is then published empty of payload and dropped by the consumer
      */
     boolean offer(Packet p) {
-        long s = ring.claim();
-        if (s < 0) {
-            return false;
+        Ring r;
+        long s;
+        for (;;) {
+            r = tail;
+            s = r.ring.claim();
+            if (s >= 0) {
+                break;
+            }
+            if (s == SlotRing.CLOSED_RING) {
+                continue; // another producer moved to a larger ring: claim there
+            }
+            if (r.ring.capacity() >= maxSlots) {
+                return false;
+            }
+            grow(r);
         }
-        long[] w = words;
+        SlotRing ring = r.ring;
+        long[] w = r.words;
         int b = ring.base(s);
         int i = ring.index(s);
         long h = (p.opcode & 0xFF) | (p.solicited ? SOLICITED : 0) | (p.ackReq ? ACK_REQ : 0)
@@ -103,7 +180,7 @@ final class Inbox {
         int len = p.payloadLen;
         w[b + 7] = (Math.max(0, len) & 0xFFFF_FFFFL) | (long) p.syndrome << 32;
         int g = 2 * i;
-        Object[] gs = gids;
+        Object[] gs = r.gids;
         if (gs[g] != p.sgid) {
             gs[g] = p.sgid;
         }
@@ -112,7 +189,7 @@ final class Inbox {
         }
         int mode;
         try {
-            mode = holdPayload(p, len, atomic, b, i);
+            mode = holdPayload(r, p, len, atomic, b, i);
         } catch (RuntimeException e) {
             w[b + 1] = h | (long) BROKEN << MODE_SHIFT; // published, and dropped by the consumer
             ring.publish(s);
@@ -123,17 +200,17 @@ final class Inbox {
         return true;
     }
 
-    private int holdPayload(Packet p, int len, boolean atomic, int b, int i) {
+    private static int holdPayload(Ring r, Packet p, int len, boolean atomic, int b, int i) {
         if (len <= 0 || p.payload == null) {
             return NONE;
         }
         if (len <= INLINE_BYTES && !atomic) {
-            Sgl.transfer(p.payload, p.payloadOff, bytes, (long) (b + DATA) * Long.BYTES, len);
+            Sgl.transfer(p.payload, p.payloadOff, r.bytes, (long) (b + DATA) * Long.BYTES, len);
             return INLINE;
         }
-        Held x = held[i];
+        Held x = r.held[i];
         if (x == null) {
-            x = held[i] = new Held(); // once per slot; the ring publishes it with the sequence
+            x = r.held[i] = new Held(); // once per slot; the ring publishes it with the sequence
         }
         if (p.payloadStable) {
             x.sgl.setRange(p.payload, p.payloadOff, len);
@@ -151,7 +228,21 @@ final class Inbox {
      * @return its sequence, or -1 when the ring is empty
      */
     long poll() {
-        return ring.poll();
+        Ring r = consumerRing();
+        polled = r;
+        return r.ring.poll();
+    }
+
+    /**
+     * The ring the consumer takes from: it moves on from a closed ring once every slot claimed in it was taken
+     * (a producer that claimed before the close publishes soon; its packet is older than those of the next ring).
+     */
+    private Ring consumerRing() {
+        Ring r = head;
+        for (Ring n; (n = r.next) != null && !r.claimedAny(); r = n) {
+            head = n;
+        }
+        return r;
     }
 
     /**
@@ -160,10 +251,11 @@ final class Inbox {
      * @return it, valid until it is polled and {@link #done}; null when the ring is empty
      */
     Packet peek() {
-        if (ring.isEmpty()) {
+        Ring r = consumerRing();
+        if (r.ring.isEmpty()) {
             return null;
         }
-        return packet(ring.consumerPosition());
+        return decode(r, r.ring.consumerPosition());
     }
 
     /**
@@ -174,11 +266,18 @@ final class Inbox {
      * @return the packet, valid until {@link #done}; its payload is stable until then
      */
     Packet packet(long seq) {
-        if (seq == rxSeq) {
+        return decode(polled, seq);
+    }
+
+    private Packet decode(Ring r, long seq) {
+        if (seq == rxSeq && r == rxRing) {
             return rx; // decoded by peek
         }
         rxSeq = seq;
-        long[] w = words;
+        rxRing = r;
+        SlotRing ring = r.ring;
+        long[] w = r.words;
+        Object[] gids = r.gids;
         int b = ring.base(seq);
         int i = ring.index(seq);
         Packet p = rx;
@@ -223,12 +322,12 @@ final class Inbox {
         p.payloadLen = len;
         switch ((int) (h >>> MODE_SHIFT) & 3) {
             case INLINE -> {
-                rxInline.set(bytes, (long) (b + DATA) * Long.BYTES, len);
+                rxInline.set(r.bytes, (long) (b + DATA) * Long.BYTES, len);
                 if (p.payload != rxInline) {
                     p.payload = rxInline;
                 }
             }
-            case HELD -> p.payload = held[i].sgl;
+            case HELD -> p.payload = r.held[i].sgl;
             case BROKEN -> {
                 p.payload = null;
                 p.payloadLen = -1; // the payload could not be copied: the consumer drops it
@@ -245,38 +344,61 @@ final class Inbox {
      */
     void done(long seq) {
         rxSeq = -1;
+        rxRing = null;
         if (rx.payload != rxInline) {
             rx.payload = null; // no reference to the sender's memory outlives the packet (the slot's own may)
         }
-        ring.release(seq);
+        polled.ring.release(seq);
     }
 
-    /** @return whether no packet waits (a hint when peers are producing) */
+    /**
+     * {@return whether no packet waits, published or still being written by a producer} The owner's check before
+     * a drain: it reads the rings' indexes, not the slot at the head. A slot claimed and not yet published counts
+     * as a packet: the caller then drains (and finds nothing yet) or hands its packet off behind it, which keeps
+     * the order; {@link #peek} and {@link #poll} take only published slots.
+     */
     boolean isEmpty() {
-        return ring.isEmpty();
+        return !claimedAny();
     }
 
     /**
      * {@return whether a producer has claimed a slot the consumer has not taken, published or not yet} For a
-     * Dekker with a producer, whose claim (a CAS) is ordered before its later loads where its publish is not.
+     * Dekker with a producer, whose claim (a CAS) is ordered before its later loads where its publish is not: the
+     * rings are read from the consumer's to the producers' through their links, which a grower writes before the
+     * producers see the new ring.
      */
     boolean claimedAny() {
-        return ring.producerPosition() != ring.consumerPosition();
+        for (Ring r = head; r != null; r = r.next) {
+            if (r.claimedAny()) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** @return the number of packets waiting (a hint) */
     int size() {
-        return ring.size();
+        int n = 0;
+        for (Ring r = head; r != null; r = r.next) {
+            n += r.ring.size();
+        }
+        return n;
     }
 
     /** @return the packets taken so far (the consumer position: a hint for other threads) */
     long consumed() {
-        return ring.consumerPosition();
+        Ring r = head;
+        return r.base + r.ring.consumerPosition();
     }
 
-    /** @return the slots' capacity */
+    /** @return the slots of the ring producers claim in now (it grows up to {@link #maxCapacity}) */
     int capacity() {
-        return ring.capacity();
+        return tail.ring.capacity();
+    }
+
+    /** @return the most slots the inbox grows to */
+    int maxCapacity() {
+        return maxSlots;
     }
 
     /** Heap memory of copied payloads: one growable buffer per slot, reused. */

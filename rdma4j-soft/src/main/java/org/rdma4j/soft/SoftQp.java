@@ -199,7 +199,7 @@ final class SoftQp extends SoftResource implements QueuePair {
                 return SoftQp.this.describe() + " on " + device.name();
             }
         });
-        this.inbox = new Inbox(INBOX_SLOTS);
+        this.inbox = new Inbox(INBOX_FIRST_SLOTS, INBOX_SLOTS);
         this.qpn = gsi ? device.addGsiQp(this) : device.addQp(this);
         device.publishQp(this);
         scq.users.incrementAndGet();
@@ -250,8 +250,13 @@ final class SoftQp extends SoftResource implements QueuePair {
 
     // ------------------------------------------------------------------ the executor's work (docs/engine.md)
 
-    /** Inbox slots per QP: more than the packets an RC peer can have outstanding both ways (2 x 128 PSNs). */
+    /** Inbox slots per QP at most: more than the packets an RC peer can have outstanding both ways (2 x 128 PSNs). */
     static final int INBOX_SLOTS = 512;
+    /**
+     * Inbox slots a QP starts with (4 KiB); the inbox doubles when a producer finds it full, up to
+     * {@link #INBOX_SLOTS} (Inbox, "one ring of slots").
+     */
+    static final int INBOX_FIRST_SLOTS = 32;
 
     /**
      * Counts an event of this QP's protocol work. Owner only.

@@ -11,7 +11,10 @@ import java.lang.foreign.MemorySegment;
 import org.junit.jupiter.api.Test;
 import org.rdma4j.verbs.Gid;
 
-/** An inbox slot gives back every header field and the payload it was given (Inbox packs them into words). */
+/**
+ * An inbox slot gives back every header field and the payload it was given (Inbox packs them into words), and an
+ * inbox that grows keeps each producer's packets in order.
+ */
 class InboxTest {
     private static Packet header(int opcode) {
         Packet p = new Packet();
@@ -107,5 +110,99 @@ class InboxTest {
         assertHeader(p, in.packet(seq));
         in.done(seq);
         assertNull(in.peek(), "empty after done");
+    }
+
+    private static Packet numbered(int producer, int k) {
+        Packet p = new Packet();
+        p.opcode = Opcodes.RC | Opcodes.ACKNOWLEDGE;
+        p.srcQpn = producer;
+        p.psn = k;
+        return p;
+    }
+
+    @Test
+    void aGrowingInboxKeepsTheOrderAndLosesOnlyAtItsMaximum() {
+        Inbox in = new Inbox(2, 16);
+        assertEquals(2, in.capacity());
+        int next = 0;
+        int taken = 0;
+        // fill, take a few (the first ring keeps unread packets when the producers move on), fill again
+        for (int round = 0; round < 3; round++) {
+            while (in.offer(numbered(0, next))) {
+                next++;
+            }
+            assertEquals(16, in.capacity(), "grown to its maximum, and not beyond");
+            for (int i = 0; i < 5; i++) {
+                long seq = in.poll();
+                assertEquals(taken++, in.packet(seq).psn, "order");
+                in.done(seq);
+            }
+            assertEquals(taken, in.consumed(), "the consumer position counts across rings");
+        }
+        for (Packet p; (p = in.peek()) != null;) {
+            assertEquals(taken, p.psn, "a peeked packet is the next one");
+            long seq = in.poll();
+            assertEquals(taken++, in.packet(seq).psn, "order");
+            in.done(seq);
+        }
+        assertEquals(next, taken, "every packet offered is taken");
+        assertTrue(in.isEmpty());
+        assertTrue(!in.claimedAny());
+        assertEquals(0, in.size());
+    }
+
+    /**
+     * Producers on their own threads and the consumer on the test's: every packet arrives once, and each
+     * producer's in the order it offered them, while the inbox grows (many small inboxes, so that claims race
+     * with growth many times; a producer that claims in a ring after it was replaced would strand its packet).
+     */
+    @Test
+    void producersOnTheirOwnThreadsKeepTheirOrderWhileItGrows() throws Exception {
+        int producers = 2;
+        int perProducer = 2_000;
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(40);
+        for (int round = 0; round < 150 && System.nanoTime() < deadline; round++) {
+            Inbox in = new Inbox(2, 32);
+            Thread[] ts = new Thread[producers];
+            for (int t = 0; t < producers; t++) {
+                int id = t;
+                ts[t] = Thread.ofPlatform().name("inbox-producer-" + t).start(() -> {
+                    Packet p = numbered(id, 0);
+                    for (int k = 0; k < perProducer && System.nanoTime() < deadline; ) {
+                        p.psn = k;
+                        if (in.offer(p)) {
+                            k++;
+                        } else {
+                            Thread.onSpinWait(); // full at its maximum: the consumer frees slots
+                        }
+                    }
+                });
+            }
+            int[] nextOf = new int[producers];
+            StringBuilder log = new StringBuilder();
+            int total = 0;
+            while (total < producers * perProducer && System.nanoTime() < deadline) {
+                long seq = in.poll();
+                if (seq < 0) {
+                    Thread.onSpinWait();
+                    continue;
+                }
+                Packet p = in.packet(seq);
+                int want = nextOf[p.srcQpn];
+                int got = p.psn;
+                int src = p.srcQpn;
+                in.done(seq);
+                log.append(src).append(':').append(got).append(' ');
+                assertEquals(want, got, "round " + round + ", producer " + src + ": order; " + log);
+                nextOf[p.srcQpn] = got + 1;
+                total++;
+            }
+            for (Thread t : ts) {
+                t.join(java.util.concurrent.TimeUnit.SECONDS.toMillis(10));
+            }
+            assertEquals(producers * perProducer, total, "round " + round + ": every packet, within the deadline");
+            assertEquals(32, in.capacity(), "it grew under the load");
+            assertTrue(in.isEmpty());
+        }
     }
 }
