@@ -352,13 +352,16 @@ final class Inbox {
     }
 
     /**
-     * {@return whether no packet waits, published or still being written by a producer} The owner's check before
-     * a drain: it reads the rings' indexes, not the slot at the head. A slot claimed and not yet published counts
-     * as a packet: the caller then drains (and finds nothing yet) or hands its packet off behind it, which keeps
-     * the order; {@link #peek} and {@link #poll} take only published slots.
+     * {@return whether no packet waits (a hint when peers are producing)} The owner's check before a drain, on
+     * every packet it sends or receives: it reads the slot at the consumer's head (the line the producer wrote,
+     * which the consumer reads anyway to take the packet), not the producers' index, whose line a check would
+     * pull away from the next producer's claim on every packet between two threads (the two-thread SEND latency
+     * rose from about 0.8 to 1.2 µs when it did: docs/benchmarks.md, session 8). While an older ring still
+     * holds packets, or has just been emptied, it answers false: the caller drains, which moves on.
      */
     boolean isEmpty() {
-        return !claimedAny();
+        Ring r = head;
+        return r.next == null && r.ring.isEmpty();
     }
 
     /**
