@@ -71,7 +71,7 @@ final class SendQueue {
     private static final int RECEIVED = 6;
     /** DMA checker only: the payload's checksum when the requester started the WQE. */
     private static final int POST_CRC = 7;
-    /** Send flags (bits 0-31), opcode ordinal (32-39), number of SGEs (40-55), signaled (56), inline (57). */
+    /** Send flags (bits 0-31), number of SGEs (40-55), signaled (56), inline (57); the opcode is in {@link #opcode}. */
     private static final int POSTED_WORD = 8;
     /** Immediate data (bits 32-63), R_Key (0-31). */
     private static final int IMM_RKEY = 9;
@@ -99,7 +99,7 @@ final class SendQueue {
     private final MemorySegment[] buf;
     private final SoftAh[] ah;
     /**
-     * Per slot, the opcode (also in the posted word as its ordinal): the roles ask it several questions per packet
+     * Per slot, the opcode: the roles ask it several questions per packet
      * (READ or atomic, immediate, write), and a reference in an array that changes only when the opcode does costs
      * one load where decoding the ordinal through {@code values()} cost three (the message-rate A/B of session 8).
      */
@@ -252,16 +252,15 @@ final class SendQueue {
         int b = s << SHIFT;
         long[] w = wqe;
         int flags = wr.sendFlags();
+        WrOpcode o = wr.opcode();
         w[b + WR_ID] = wr.wrId();
         w[b + REMOTE_ADDR] = wr.remoteAddr();
         w[b + COMPARE_ADD] = wr.compareAdd();
         w[b + SWAP] = wr.swap();
-        w[b + POSTED_WORD] = (flags & 0xFFFF_FFFFL) | (long) wr.opcode().ordinal() << 32
-                | (long) (wr.numSge() & 0xFFFF) << 40 | (signaled ? SIGNALED_BIT : 0)
+        w[b + POSTED_WORD] = (flags & 0xFFFF_FFFFL) | (long) (wr.numSge() & 0xFFFF) << 40 | (signaled ? SIGNALED_BIT : 0)
                 | ((flags & SendFlags.INLINE) != 0 ? INLINE_BIT : 0);
         w[b + IMM_RKEY] = pack(wr.immData(), wr.rkey());
         w[b + REMOTE_QP] = pack(wr.remoteQpn(), wr.remoteQkey());
-        WrOpcode o = wr.opcode();
         if (opcode[s] != o) {
             opcode[s] = o; // reference stores only when they change: no GC barrier per request
         }
