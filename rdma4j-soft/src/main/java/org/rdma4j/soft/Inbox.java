@@ -394,14 +394,9 @@ final class Inbox {
         return r.base + r.ring.consumerPosition();
     }
 
-    /** @return the slots of the ring producers claim in now (it grows up to {@link #maxCapacity}) */
+    /** @return the slots of the ring producers claim in now (it grows up to the maximum given at creation) */
     int capacity() {
         return tail.ring.capacity();
-    }
-
-    /** @return the most slots the inbox grows to */
-    int maxCapacity() {
-        return maxSlots;
     }
 
     /** Heap memory of copied payloads: one growable buffer per slot, reused. */
