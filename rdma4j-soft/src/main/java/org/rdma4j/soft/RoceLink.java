@@ -7,7 +7,6 @@ import java.lang.foreign.MemorySegment;
 import java.net.InetAddress;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.locks.LockSupport;
 
 import org.rdma4j.libc.Errors;
 import org.rdma4j.libc.NativeIOException;
@@ -553,11 +552,10 @@ final class RoceLink implements Link {
     @Override
     public void close() {
         closed = true;
-        List<RoceEndpoint> all = new ArrayList<>(endpoints);
-        all.addAll(groups.values());
+        List<RoceEndpoint> all = receiveEndpoints();
         for (RoceEndpoint e : all) {
             e.socket.close();
-            LockSupport.unpark(e.agent); // out of a park of its idle strategy: it sees the link closed and ends
+            e.runner.wake(); // out of a park of its idle strategy: it sees the link closed and ends
         }
         for (RoceEndpoint e : all) {
             if (e.agent.isAlive() && e.agent != Thread.currentThread()) {
@@ -590,7 +588,7 @@ final class RoceLink implements Link {
         }
     }
 
-    /** {@return the endpoints, groups' too (tests)} */
+    /** {@return the receive endpoints: the device's addresses' and its multicast groups'} */
     List<RoceEndpoint> receiveEndpoints() {
         List<RoceEndpoint> all = new ArrayList<>(endpoints);
         all.addAll(groups.values());
@@ -599,8 +597,7 @@ final class RoceLink implements Link {
 
     /** {@return whether every endpoint's receive batch is freed, groups' too (tests)} */
     boolean receiveBatchesFreed() {
-        List<RoceEndpoint> all = new ArrayList<>(endpoints);
-        all.addAll(groups.values());
+        List<RoceEndpoint> all = receiveEndpoints();
         for (RoceEndpoint e : all) {
             if (!e.batchFreed()) {
                 return false;
