@@ -124,24 +124,7 @@ class SoftEngineErrorsTest {
          * on as wall time passes, so retransmit timers run at the pace packets really travel.
          */
         WorkCompletion await(long id, ManualClock clock) {
-            WorkCompletion wc = new WorkCompletion();
-            long last = System.nanoTime();
-            long deadline = last + BOUND.toNanos();
-            while (System.nanoTime() - deadline < 0) {
-                if (cq.poll(wc)) {
-                    if (wc.wrId() == id) {
-                        return wc;
-                    }
-                    continue;
-                }
-                long now = System.nanoTime();
-                if (clock != null && now - last >= TimeUnit.MICROSECONDS.toNanos(200)) {
-                    clock.advance(now - last);
-                    last = now;
-                }
-                Thread.onSpinWait();
-            }
-            throw new AssertionError("no completion for wr_id " + id + " within " + BOUND);
+            return ClockedPoll.await(cq, id, clock, BOUND);
         }
 
         AsyncEvent event(AsyncEventType type) {

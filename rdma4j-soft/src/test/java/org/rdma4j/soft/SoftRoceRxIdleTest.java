@@ -127,24 +127,7 @@ class SoftRoceRxIdleTest {
 
         /** Polls for the completion {@code id}; the manual clock follows wall time, so timers run. */
         WorkCompletion await(long id, ManualClock clock) {
-            WorkCompletion wc = new WorkCompletion();
-            long last = System.nanoTime();
-            long deadline = last + BOUND.toNanos();
-            while (System.nanoTime() - deadline < 0) {
-                if (cq.poll(wc)) {
-                    if (wc.wrId() == id) {
-                        return wc;
-                    }
-                    continue;
-                }
-                long now = System.nanoTime();
-                if (now - last >= TimeUnit.MICROSECONDS.toNanos(200)) {
-                    clock.advance(now - last);
-                    last = now;
-                }
-                Thread.onSpinWait();
-            }
-            throw new AssertionError("no completion for wr_id " + id + " within " + BOUND);
+            return ClockedPoll.await(cq, id, clock, BOUND);
         }
 
         /**
