@@ -113,6 +113,8 @@ final class SoftQp extends SoftResource implements QueuePair {
     final Requester requester;
     final Completer completer;
     final Responder responder;
+    /** The states its roles enter, if traced ({@link StateTrace}; owner only); null when not. */
+    StateTrace trace = StateTrace.DEFAULT;
     /** Whether this QP is on the fabric's list of deferred ACKs (set by the owner, cleared by the flusher). */
     volatile boolean ackListed;
     /** The next QP on the fabric's list of deferred ACKs. */
