@@ -4,7 +4,6 @@ package org.rdma4j.soft;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
-import org.rdma4j.common.Psn;
 import org.rdma4j.verbs.AhAttributes;
 import org.rdma4j.verbs.AsyncEvent;
 import org.rdma4j.verbs.AsyncEventType;
@@ -12,7 +11,6 @@ import org.rdma4j.verbs.Errno;
 import org.rdma4j.verbs.Gid;
 import org.rdma4j.verbs.Mtu;
 import org.rdma4j.verbs.ProtectionDomain;
-import org.rdma4j.verbs.QpAttrMask;
 import org.rdma4j.verbs.QpAttributes;
 import org.rdma4j.verbs.QpCapabilities;
 import org.rdma4j.verbs.QpInitAttributes;
@@ -59,7 +57,7 @@ final class SoftQp extends SoftResource implements QueuePair {
     // Attributes (written by the owner after creation; state is volatile for posting and polling).
     volatile QpState state = QpState.RESET;
     /** modify() is moving the QP to ERR (engine lock): moveToError reports the change as the modify's. */
-    private boolean modifyingToError;
+    boolean modifyingToError;
     int qkey;
     int pkeyIndex;
     int port = 1;
@@ -718,173 +716,11 @@ final class SoftQp extends SoftResource implements QueuePair {
         Burst b = Burst.enter();
         exec.acquire();
         try {
-            modifyLocked(a);
+            QpModify.modify(this, a);
         } finally {
             exec.release();
             b.exit();
         }
-    }
-
-    private void modifyLocked(QpAttributes a) {
-        // what the responder acknowledged so far goes out before the QP changes (rxe sent it at receive time)
-        responder.flushAck();
-        int mask = a.mask();
-        QpState cur = state;
-        if (a.has(QpAttrMask.CUR_STATE) && a.curState() != cur) {
-            throw new VerbsException(Errno.EINVAL, "cur_qp_state " + a.curState() + " but QP 0x"
-                    + Integer.toHexString(qpn) + " is in " + cur);
-        }
-        QpState next = a.has(QpAttrMask.STATE) ? a.state() : cur;
-        String why = QpTransitions.check(type, cur, next, mask);
-        if (why != null) {
-            throw new VerbsException(Errno.EINVAL, why);
-        }
-        checkValues(a);
-        // Everything checked: apply (ibv_modify_qp.3: all or nothing).
-        if (a.has(QpAttrMask.QKEY)) {
-            qkey = a.qkey();
-        }
-        if (a.has(QpAttrMask.PKEY_INDEX)) {
-            pkeyIndex = a.pkeyIndex();
-        }
-        if (a.has(QpAttrMask.PORT)) {
-            port = a.port();
-        }
-        if (a.has(QpAttrMask.ACCESS_FLAGS)) {
-            accessFlags = a.accessFlags();
-        }
-        if (a.has(QpAttrMask.AV)) {
-            av = a.av().copy();
-            if (av.dgid() != null) {
-                pacer.bind(device.pacePath(av.dgid())); // what the device's QPs learnt of the path there (Pacer)
-            }
-            dgid = av.dgid();
-            sgid = device.gid(av.sgidIndex());
-            peer = fabric.deviceFor(dgid);
-            if (peer != null) {
-                dgid = peer.ownGid(dgid);
-            }
-        }
-        if (a.has(QpAttrMask.PATH_MTU)) {
-            pathMtu = a.pathMtu().bytes() > device.activeMtu().bytes() ? device.activeMtu() : a.pathMtu();
-        }
-        if (a.has(QpAttrMask.DEST_QPN)) {
-            destQpn = a.destQpNum() & Psn.MASK;
-        }
-        if (a.has(QpAttrMask.TIMEOUT)) {
-            timeout = a.timeout();
-        }
-        if (a.has(QpAttrMask.RETRY_CNT)) {
-            retryCnt = a.retryCnt();
-            completer.retryCnt = retryCnt;
-        }
-        if (a.has(QpAttrMask.RNR_RETRY)) {
-            rnrRetry = a.rnrRetry();
-            completer.rnrRetry = rnrRetry;
-        }
-        if (a.has(QpAttrMask.MIN_RNR_TIMER)) {
-            minRnrTimer = a.minRnrTimer();
-        }
-        if (a.has(QpAttrMask.MAX_QP_RD_ATOMIC)) {
-            maxRdAtomic = rdAtomicDepth(a.maxRdAtomic());
-            requester.resetDepth();
-        }
-        if (a.has(QpAttrMask.MAX_DEST_RD_ATOMIC)) {
-            maxDestRdAtomic = rdAtomicDepth(a.maxDestRdAtomic());
-            // rxe allocates the resources for the rounded value (256 for 129) although the QP keeps 0
-            responder.resizeResources(a.maxDestRdAtomic());
-        }
-        if (a.has(QpAttrMask.RQ_PSN)) {
-            rqPsn = a.rqPsn() & Psn.MASK;
-            responder.psn = rqPsn;
-            responder.dropHeld();
-        }
-        if (a.has(QpAttrMask.SQ_PSN)) {
-            sqPsn = a.sqPsn() & Psn.MASK;
-            requester.psn = sqPsn;
-            requester.highWater = sqPsn;
-            completer.psn = sqPsn;
-        }
-        if (a.has(QpAttrMask.EN_SQD_ASYNC_NOTIFY)) {
-            enSqdAsyncNotify = a.enSqdAsyncNotify();
-        }
-        if (next != cur) {
-            SoftEvents.qpState(this, cur, next, "modify");
-            switch (next) {
-                case RESET -> reset();
-                case ERR -> {
-                    modifyingToError = true;
-                    try {
-                        moveToError();
-                    } finally {
-                        modifyingToError = false;
-                    }
-                }
-                case SQD -> {
-                    state = QpState.SQD;
-                    maybeSqDrained();
-                }
-                case RTS -> {
-                    state = QpState.RTS;
-                    requester.run();
-                }
-                default -> state = next;
-            }
-        }
-    }
-
-    private void checkValues(QpAttributes a) {
-        if (a.has(QpAttrMask.PORT)) {
-            device.checkPort(a.port());
-        }
-        if (a.has(QpAttrMask.PKEY_INDEX) && a.pkeyIndex() != 0) {
-            throw new VerbsException(Errno.EINVAL, "pkey_index " + a.pkeyIndex() + " (P_Key table has 1 entry)");
-        }
-        if (a.has(QpAttrMask.AV)) {
-            AhAttributes v = a.av();
-            if (v.sgidIndex() < 0 || v.sgidIndex() >= device.gidTableLength()) {
-                throw new VerbsException(Errno.EINVAL, "ah_attr.sgid_index " + v.sgidIndex() + " (GID table has "
-                        + device.gidTableLength() + " entries)");
-            }
-            if (v.dgid() == null) {
-                throw new VerbsException(Errno.EINVAL, "ah_attr.dgid is null");
-            }
-        }
-        if (a.has(QpAttrMask.TIMEOUT) && (a.timeout() < 0 || a.timeout() > 31)) {
-            throw new VerbsException(Errno.EINVAL, "timeout " + a.timeout() + " (expected 0..31)");
-        }
-        // rxe_qp_chk_attr checks neither retry_cnt, rnr_retry, min_rnr_timer nor max_dest_rd_atomic: any value
-        // of their u8 in struct ibv_qp_attr is accepted (seen in the VM: interop/rxe-probes, case modify), and
-        // the engine does with it what rxe does (see modifyLocked and the Completer). Only what a u8 cannot
-        // hold is refused here.
-        checkU8(a, QpAttrMask.RETRY_CNT, a.retryCnt(), "retry_cnt", "7 and above retry forever");
-        checkU8(a, QpAttrMask.RNR_RETRY, a.rnrRetry(), "rnr_retry", "7 and above retry forever");
-        checkU8(a, QpAttrMask.MIN_RNR_TIMER, a.minRnrTimer(), "min_rnr_timer", "the RNR NAK carries its low 5 bits");
-        checkU8(a, QpAttrMask.MAX_DEST_RD_ATOMIC, a.maxDestRdAtomic(), "max_dest_rd_atomic",
-                "129 and above round up to 256, which rxe keeps as 0");
-        if (a.has(QpAttrMask.MAX_QP_RD_ATOMIC) && (a.maxRdAtomic() < 0 || a.maxRdAtomic() > SoftDevice.MAX_RD_ATOMIC)) {
-            // rxe_qp_chk_attr: max_rd_atomic > max_qp_rd_atom => -EINVAL
-            throw new VerbsException(Errno.EINVAL, "max_rd_atomic " + a.maxRdAtomic() + " (expected 0.."
-                    + SoftDevice.MAX_RD_ATOMIC + ", the device's max_qp_rd_atom)");
-        }
-        if (a.has(QpAttrMask.ACCESS_FLAGS) && (a.accessFlags() & ~0xF) != 0) {
-            throw new VerbsException(Errno.EINVAL, "qp_access_flags 0x" + Integer.toHexString(a.accessFlags())
-                    + " has unsupported bits");
-        }
-    }
-
-    private static void checkU8(QpAttributes a, QpAttrMask bit, int value, String name, String note) {
-        if (a.has(bit) && (value < 0 || value > 255)) {
-            throw new VerbsException(Errno.EINVAL, name + " " + value + " (expected 0..255, a u8 in verbs; " + note + ")");
-        }
-    }
-
-    /**
-     * rxe_qp_from_attr: an rd_atomic depth is rounded up to a power of two and kept in a u8 field, so 129..255
-     * become 256 and then 0 (seen in the VM: a QP given max_dest_rd_atomic 129 reports 0 and refuses READs).
-     */
-    private static int rdAtomicDepth(int v) {
-        return v == 0 ? 0 : Bytes.ceilPow2(v) & 0xFF;
     }
 
     @Override
@@ -892,14 +728,7 @@ final class SoftQp extends SoftResource implements QueuePair {
         checkNotClosed();
         exec.acquire();
         try {
-            QpAttributes a = new QpAttributes()
-                    .state(state).curState(state).qkey(qkey).pkeyIndex(pkeyIndex).port(port).accessFlags(accessFlags)
-                    .av(av).pathMtu(pathMtu).destQpNum(destQpn).timeout(timeout).retryCnt(retryCnt)
-                    .rnrRetry(rnrRetry).minRnrTimer(minRnrTimer).maxRdAtomic(maxRdAtomic)
-                    .maxDestRdAtomic(maxDestRdAtomic).sqPsn(requester.psn).rqPsn(responder.psn)
-                    .enSqdAsyncNotify(enSqdAsyncNotify).cap(cap);
-            a.sqDraining(state == QpState.SQD && !sq.isEmpty());
-            return a;
+            return QpModify.query(this);
         } finally {
             exec.release();
         }
@@ -907,7 +736,7 @@ final class SoftQp extends SoftResource implements QueuePair {
 
     // ------------------------------------------------------------------ state changes (owner)
 
-    private void reset() {
+    void reset() {
         state = QpState.RESET;
         sq.reset();
         retransDeadline = 0;
