@@ -1006,33 +1006,20 @@ final class SoftQp extends SoftResource implements QueuePair {
 
     /** Validates and copies one request into the send queue (rxe validate_send_wr / init_send_wqe). */
     private boolean enqueue(SendWorkRequest wr) {
-        if (!validate(wr)) {
+        if (!PostChecks.validate(this, wr)) {
             return false;
         }
         SendQueue q = sq;
         if (q.isFull()) {
-            String m = sqFullMessage;
-            if (m == null) {
-                m = sqFullMessage = "send queue of " + describe() + " is full (" + cap.maxSendWr()
-                        + " WRs outstanding, max_send_wr): poll its send CQ, and signal at least every "
-                        + cap.maxSendWr() + "th WR, so that slots are freed";
-            }
-            wr.postError(Errno.ENOMEM, m);
-            return false;
+            return PostChecks.sqFull(this, wr);
         }
         int w = q.headSlot();
         q.write(w, wr, sqSigAll || (wr.sendFlags() & SendFlags.SIGNALED) != 0);
         int n = wr.numSge();
         if ((wr.sendFlags() & SendFlags.INLINE) != 0) {
             // the bytes are copied now; the scatter list is not kept (nothing reads it again)
-            if (!copyInline(w, wr)) {
-                long total = 0;
-                for (int i = 0; i < n; i++) {
-                    total += wr.sge(i).length();
-                }
-                return refuse(wr, Errno.EINVAL, "inline data of " + total + " bytes is not readable: each entry must"
-                        + " lie in its segment (ScatterGatherEntry.inline) or in a registered region of this context,"
-                        + " and in memory this thread may access");
+            if (!PostChecks.copyInline(this, w, wr)) {
+                return PostChecks.inlineUnreadable(wr);
             }
         } else {
             long total = 0;
@@ -1049,117 +1036,7 @@ final class SoftQp extends SoftResource implements QueuePair {
     }
 
     /** Refused-post sentence for a full send queue, made once (a full queue may be hit in a loop). */
-    private String sqFullMessage;
-
-    /** {@return whether the request may be posted; if not, its postError and message say why} */
-    private boolean validate(SendWorkRequest wr) {
-        QpState s = state;
-        if (closed || s == QpState.RESET || s == QpState.INIT || s == QpState.RTR) {
-            // rxe_post_send: the requester is not ready before RTS => -EINVAL
-            return refuse(wr, Errno.EINVAL, closed ? describe() + " is closed" : describe() + " is in " + s
-                    + ": sends can be posted in RTS (and SQD, SQE, ERR) only; modify it "
-                    + (s == QpState.RESET ? "RESET -> INIT -> RTR -> RTS" : s == QpState.INIT ? "INIT -> RTR -> RTS"
-                    : "RTR -> RTS") + " first");
-        }
-        WrOpcode op = wr.opcode();
-        if (op == null) {
-            return refuse(wr, Errno.EINVAL, "the request has no opcode (SendWorkRequest.opcode)");
-        }
-        // An opcode the QP type does not have (READ or an atomic on UC, RDMA on UD) is accepted here, as
-        // rdma-core's rxe provider accepts it; the requester then fails it (Requester.start).
-        int n = wr.numSge();
-        if (n > cap.maxSendSge()) {
-            return refuse(wr, Errno.EINVAL, "num_sge " + n + " exceeds max_send_sge " + cap.maxSendSge() + " of "
-                    + describe() + " (ask for more in QpCapabilities when creating the QP)");
-        }
-        long total = 0;
-        for (int i = 0; i < n; i++) {
-            int l = wr.sge(i).length();
-            if (l < 0) {
-                return refuse(wr, Errno.EINVAL, "sge[" + i + "] has length " + l + " (lengths are unsigned 32-bit"
-                        + " in verbs; rdma4j takes 0.." + Integer.MAX_VALUE + ")");
-            }
-            total += l;
-        }
-        if (total > SoftDevice.MAX_MSG_SZ) {
-            return refuse(wr, Errno.EINVAL, "a message of " + total + " bytes exceeds max_msg_sz "
-                    + SoftDevice.MAX_MSG_SZ);
-        }
-        if (op.isAtomic() && (total < 8 || (wr.remoteAddr() & 7) != 0)) {
-            // rdma-core rxe validate_send_wr: fewer than 8 bytes, or a misaligned remote address; longer SGEs
-            // are accepted and the original value lands in their first 8 bytes (seen in the VM)
-            return refuse(wr, Errno.EINVAL, total < 8 ? op + " needs at least 8 bytes of local SGEs for the"
-                    + " original value, has " + total : op + " remote_addr 0x" + Long.toHexString(wr.remoteAddr())
-                    + " is not 8-byte aligned");
-        }
-        int f = wr.sendFlags();
-        if ((f & SendFlags.INLINE) != 0) {
-            if (!(op == WrOpcode.SEND || op == WrOpcode.SEND_WITH_IMM || op == WrOpcode.RDMA_WRITE
-                    || op == WrOpcode.RDMA_WRITE_WITH_IMM)) {
-                return refuse(wr, Errno.EINVAL, "INLINE is for SEND and RDMA WRITE, not " + op);
-            }
-            if (total > cap.maxInlineData()) {
-                return refuse(wr, Errno.EINVAL, "inline data of " + total + " bytes exceeds max_inline_data "
-                        + cap.maxInlineData() + " of " + describe());
-            }
-        }
-        if (type == QpType.UD) {
-            if (!(wr.ah() instanceof SoftAh ah) || ah.closed || ah.pd != pd) {
-                // the AH must belong to the QP's PD
-                return refuse(wr, Errno.EINVAL, wr.ah() == null ? "a UD send needs an address handle (ah)"
-                        : "the address handle is closed, of another device or of another PD than " + describe());
-            }
-        }
-        return true;
-    }
-
-    private static boolean refuse(SendWorkRequest wr, Errno e, String message) {
-        wr.postError(e, message);
-        return false;
-    }
-
-    /**
-     * Copies inline data into the WQE's stride of the inline area and sets its length; the L_Key is not checked
-     * (ibv_post_send.3).
-     */
-    private boolean copyInline(int w, SendWorkRequest wr) {
-        long pos = 0;
-        MemorySegment dst = inlineArea;
-        long base = sq.inlineOff(w);
-        try {
-            for (int i = 0, n = wr.numSge(); i < n; i++) {
-                ScatterGatherEntry s = wr.sge(i);
-                int l = s.length();
-                if (l == 0) {
-                    continue;
-                }
-                MemorySegment src = s.segment();
-                if (src != null) {
-                    // The CPU copies inline data (no device access, no L_Key): from the memory the entry
-                    // names, at the address's offset in it (0 for ScatterGatherEntry.inline).
-                    long o = s.addr() - src.address();
-                    if (o < 0 || o > src.byteSize() - l) {
-                        return false;
-                    }
-                    Bytes.copy(src, o, dst, base + pos, l);
-                } else {
-                    SoftMr mr = device.lookupMr(s.lkey());
-                    if (mr == null || mr.pd.ctx != pd.ctx || !mr.contains(s.addr(), l)) {
-                        mr = device.findMrByAddress(pd.ctx, s.addr(), l);
-                    }
-                    if (mr == null) {
-                        return false; // an address outside registered memory cannot be read safely
-                    }
-                    Bytes.copy(mr.segment, s.addr() - mr.address, dst, base + pos, l);
-                }
-                pos += l;
-            }
-        } catch (IllegalStateException | IndexOutOfBoundsException | WrongThreadException ex) {
-            return false; // a closed arena, a range outside the segment, a confined segment of another thread
-        }
-        sq.setLength(w, pos);
-        return true;
-    }
+    String sqFullMessage;
 
     @Override
     public boolean postRecv(RecvWorkRequest wr) {
