@@ -112,18 +112,18 @@ final class QpModify {
         if (next != cur) {
             SoftEvents.qpState(qp, cur, next, "modify");
             switch (next) {
-                case RESET -> qp.reset();
+                case RESET -> QpStateChanges.reset(qp);
                 case ERR -> {
                     qp.modifyingToError = true;
                     try {
-                        qp.moveToError();
+                        QpStateChanges.moveToError(qp);
                     } finally {
                         qp.modifyingToError = false;
                     }
                 }
                 case SQD -> {
                     qp.state = QpState.SQD;
-                    qp.maybeSqDrained();
+                    QpStateChanges.maybeSqDrained(qp);
                 }
                 case RTS -> {
                     qp.state = QpState.RTS;

@@ -5,8 +5,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
 import org.rdma4j.verbs.AhAttributes;
-import org.rdma4j.verbs.AsyncEvent;
-import org.rdma4j.verbs.AsyncEventType;
 import org.rdma4j.verbs.Errno;
 import org.rdma4j.verbs.Gid;
 import org.rdma4j.verbs.Mtu;
@@ -22,7 +20,6 @@ import org.rdma4j.verbs.ScatterGatherEntry;
 import org.rdma4j.verbs.SendFlags;
 import org.rdma4j.verbs.SendWorkRequest;
 import org.rdma4j.verbs.VerbsException;
-import org.rdma4j.verbs.WcOpcode;
 import org.rdma4j.verbs.WcStatus;
 import org.rdma4j.verbs.WrOpcode;
 
@@ -734,117 +731,36 @@ final class SoftQp extends SoftResource implements QueuePair {
         }
     }
 
-    // ------------------------------------------------------------------ state changes (owner)
+    // ------------------------------------------------------------------ state changes (owner: QpStateChanges)
 
-    void reset() {
-        state = QpState.RESET;
-        sq.reset();
-        retransDeadline = 0;
-        rnrDeadline = 0; // the timer service forgets a QP with no deadline
-        paceDeadline = 0;
-        probeDeadline = 0;
-        pacer.reset();
-        if (rq != null) {
-            rq.reset();
-        }
-        requester.reset();
-        completer.reset();
-        responder.reset();
-        qkey = 0;
-        accessFlags = 0;
-    }
-
-    /**
-     * Moves to ERR: every outstanding send and receive completes with WR_FLUSH_ERR (rxe_qp_error and
-     * the flush in rxe_requester / rxe_receiver). With an SRQ, the shared queue is left alone and
-     * QP_LAST_WQE_REACHED is raised instead (rxe flush_recv_queue).
-     */
+    /** Moves to ERR, flushing the queues (QpStateChanges.moveToError). Owner only. */
     void moveToError() {
-        boolean was = state == QpState.ERR;
-        if (!was && !modifyingToError) {
-            SoftEvents.qpState(this, state, QpState.ERR, "error");
-        }
-        state = QpState.ERR;
-        retransDeadline = 0;
-        rnrDeadline = 0;
-        paceDeadline = 0;
-        probeDeadline = 0;
-        responder.dropHeld();
-        flushSendQueue();
-        if (srq != null) {
-            if (!was) {
-                pd.ctx.raise(new AsyncEvent(AsyncEventType.QP_LAST_WQE_REACHED, this, null, null, 0));
-            }
-        } else {
-            flushRecvQueue();
-        }
+        QpStateChanges.moveToError(this);
     }
 
+    /** Completes every outstanding send with WR_FLUSH_ERR. Owner only. */
     void flushSendQueue() {
-        SendQueue q = sq;
-        while (!q.isEmpty()) {
-            int w = q.compSlot();
-            if (q.tookCredit(w)) {
-                q.setTookCredit(w, false);
-                requester.rdAtomicAvail++;
-            }
-            q.setState(w, SendQueue.DONE);
-            q.advanceComp();
-            sendCq.post(q.wrId(w), WcStatus.WR_FLUSH_ERR, q.opcode(w).wcOpcode(), 0, 0, qpn, 0, 0, false);
-        }
-        q.reqToHead();
-    }
-
-    void flushRecvQueue() {
-        responder.dropCurrentWqe();
-        while (!rq.isEmpty()) {
-            int s = rq.headSlot();
-            long id = rq.wrId[s];
-            rq.advance();
-            recvCq.post(id, WcStatus.WR_FLUSH_ERR, WcOpcode.RECV, 0, 0, qpn, 0, 0, false);
-        }
+        QpStateChanges.flushSendQueue(this);
     }
 
     /**
-     * Completes a send WQE, the oldest outstanding one (slot {@code w}); a CQE is generated if it failed or is
-     * signaled.
+     * Completes the oldest outstanding send WQE (QpStateChanges.completeSend). Owner only.
+     *
+     * @param w its slot
+     * @param status the completion's status
      */
     void completeSend(int w, WcStatus status) {
-        SendQueue q = sq;
-        q.setState(w, SendQueue.DONE);
-        if (q.tookCredit(w)) {
-            q.setTookCredit(w, false);
-            requester.rdAtomicAvail++;
-        }
-        q.advanceComp();
-        if (status != WcStatus.SUCCESS || q.signaled(w)) {
-            // rxe make_send_cqe: byte_len is the WQE's length, for an atomic too (16 for a 16-byte SGE:
-            // seen in the VM)
-            int byteLen = (int) q.length(w);
-            // A full send CQ loses the completion and raises CQ_ERR; the QP carries on (rxe's completer
-            // ignores rxe_cq_post's -EBUSY).
-            sendCq.post(q.wrId(w), status, q.opcode(w).wcOpcode(), byteLen, 0, qpn, 0, 0, false);
-        }
+        QpStateChanges.completeSend(this, w, status);
     }
 
-    /**
-     * A receive completion was lost to a full CQ: the QP goes to ERR (rxe do_complete ->
-     * RESPST_ERR_CQ_OVERFLOW -> RESPST_ERROR, class G) and the request is not acknowledged. The user
-     * learns of it from the CQ_ERR event {@link SoftCq#post} raised, one per lost completion (the flushed
-     * receives that do not fit either raise theirs); rxe raises no QP event, and neither do we (seen in the
-     * VM: interop/rxe-probes, case cqovf).
-     */
+    /** A receive completion was lost to a full CQ: to ERR (QpStateChanges.overflowed). Owner only. */
     void overflowed() {
-        if (state != QpState.ERR) {
-            moveToError();
-        }
+        QpStateChanges.overflowed(this);
     }
 
+    /** Raises SQ_DRAINED if it is due (QpStateChanges.maybeSqDrained). Owner only. */
     void maybeSqDrained() {
-        if (state == QpState.SQD && sq.isEmpty() && enSqdAsyncNotify) {
-            enSqdAsyncNotify = false;
-            pd.ctx.raise(new AsyncEvent(AsyncEventType.SQ_DRAINED, this, null, null, 0));
-        }
+        QpStateChanges.maybeSqDrained(this);
     }
 
     // ------------------------------------------------------------------ timers (owner; the service reads deadlines)
@@ -1054,7 +970,7 @@ final class SoftQp extends SoftResource implements QueuePair {
             exec.acquire();
             try {
                 if (state == QpState.ERR) {
-                    flushRecvQueue();
+                    QpStateChanges.flushRecvQueue(this);
                 }
             } finally {
                 exec.release();
