@@ -598,7 +598,7 @@ final class SoftQp extends SoftResource implements QueuePair {
         if (timerDue) {
             timerDue = false;
             try {
-                onTimers(fabric.clock.nanoTime());
+                QpTimers.onTimers(this, fabric.clock.nanoTime());
             } catch (Throwable t) {
                 EngineErrors.qpWorkFailed(this, "timers", t);
             }
@@ -681,20 +681,6 @@ final class SoftQp extends SoftResource implements QueuePair {
         }
     }
 
-    /** Runs this QP's due timers now, on this thread (the manual clock's advance); the caller owns no executor. */
-    void runTimersNow(long nowNs) {
-        Burst b = Burst.enter();
-        exec.acquire();
-        try {
-            onTimers(nowNs);
-        } catch (Throwable t) {
-            EngineErrors.qpWorkFailed(this, "timers", t);
-        } finally {
-            exec.release();
-            b.exit();
-        }
-    }
-
     /** {@return whether the QP's transport has this operation (rxe next_opcode finds an opcode for it)} */
     boolean hasOpcode(WrOpcode op) {
         return validOps[op.ordinal()];
@@ -763,7 +749,7 @@ final class SoftQp extends SoftResource implements QueuePair {
         QpStateChanges.maybeSqDrained(this);
     }
 
-    // ------------------------------------------------------------------ timers (owner; the service reads deadlines)
+    // ------------------------------------------------------------------ timers (owner; the service reads deadlines: QpTimers)
 
     /**
      * A response arrived since the retransmit timer was armed (the completer's rxe behaviour). Stored only when
@@ -776,78 +762,27 @@ final class SoftQp extends SoftResource implements QueuePair {
         }
     }
 
+    /** Arms the retransmit timer if it is not (QpTimers.armRetransmit). Owner only. */
     void armRetransmit() {
-        if (retransDeadline == 0) {
-            long t = Aeth.retransmitTimeoutNs(timeout);
-            if (t > 0) {
-                retransDeadline = fabric.clock.nanoTime() + t;
-                progressSinceArm = false;
-                fabric.timers.watch(this);
-            }
-        }
+        QpTimers.armRetransmit(this);
     }
 
+    /**
+     * Arms the RNR timer (QpTimers.armRnr). Owner only.
+     *
+     * @param delayNs the RNR NAK's delay
+     */
     void armRnr(long delayNs) {
-        rnrDeadline = fabric.clock.nanoTime() + Math.max(1, delayNs);
-        fabric.timers.watch(this);
+        QpTimers.armRnr(this, delayNs);
     }
 
-    /** Arms the loss probe's check at {@code deadlineNs} (owner only). */
+    /**
+     * Arms the loss probe's check (QpTimers.armProbe). Owner only.
+     *
+     * @param deadlineNs when
+     */
     void armProbe(long deadlineNs) {
-        probeDeadline = deadlineNs == 0 ? 1 : deadlineNs;
-        fabric.timers.watch(this);
-    }
-
-    boolean hasArmedTimer() {
-        return retransDeadline != 0 || rnrDeadline != 0 || paceDeadline != 0 || probeDeadline != 0;
-    }
-
-    long nextDeadline() {
-        long d = Long.MAX_VALUE;
-        if (retransDeadline != 0) {
-            d = retransDeadline;
-        }
-        if (rnrDeadline != 0 && rnrDeadline - d < 0) {
-            d = rnrDeadline;
-        }
-        if (paceDeadline != 0 && paceDeadline - d < 0) {
-            d = paceDeadline;
-        }
-        if (probeDeadline != 0 && probeDeadline - d < 0) {
-            d = probeDeadline;
-        }
-        return d;
-    }
-
-    void onTimers(long nowNs) {
-        if (paceDeadline != 0 && nowNs - paceDeadline >= 0) {
-            paceDeadline = 0;
-            exec.markPending(); // the paused burst goes on in the next duty cycle (this owner's)
-        }
-        if (rnrDeadline != 0 && nowNs - rnrDeadline >= 0) {
-            rnrDeadline = 0;
-            // rxe rnr_nak_timer: retry from the oldest unacknowledged PSN.
-            completer.goBackN();
-            requester.run();
-        }
-        if (probeDeadline != 0 && nowNs - probeDeadline >= 0) {
-            probeDeadline = 0;
-            if (completer.probeCheck(nowNs)) {
-                requester.run();
-            }
-        }
-        if (retransDeadline != 0 && nowNs - retransDeadline >= 0) {
-            retransDeadline = 0;
-            if (completer.outstanding() == SendQueue.NONE) {
-                return;
-            }
-            if (progressSinceArm || rnrDeadline != 0) {
-                // Responses arrived since the timer was armed: push it down the road (rxe re-arms on progress).
-                armRetransmit();
-                return;
-            }
-            completer.timeout();
-        }
+        QpTimers.armProbe(this, deadlineNs);
     }
 
     // ------------------------------------------------------------------ posting
