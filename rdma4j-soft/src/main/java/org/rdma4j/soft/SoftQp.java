@@ -183,12 +183,12 @@ final class SoftQp extends SoftResource implements QueuePair {
         this.exec = new QpExecutor(new QpExecutor.Work() {
             @Override
             public void dutyCycle() {
-                SoftQp.this.dutyCycle();
+                OwnerWork.dutyCycle(SoftQp.this);
             }
 
             @Override
             public void endOfBurst() {
-                SoftQp.this.endOfBurst();
+                OwnerWork.endOfBurst(SoftQp.this);
             }
 
             @Override
@@ -314,14 +314,6 @@ final class SoftQp extends SoftResource implements QueuePair {
         fabric.timers.watch(this);
     }
 
-    /**
-     * Whether a packet must wait in the inbox: a request while the responder still has a READ's responses to
-     * send (rxe get_req: RESPST_READ_REPLY comes before the next request). Owner only.
-     */
-    private boolean waits(Packet p) {
-        return p.is(Opcodes.M_REQ) && responder.replying() && !responder.foldsIntoReply(p);
-    }
-
     /** A paused burst goes on in the next duty cycle, whatever its gap (owner only). */
     void resumeBurstNow() {
         paceDeadline = 0;
@@ -332,148 +324,22 @@ final class SoftQp extends SoftResource implements QueuePair {
      * Whether this thread owns the executor on behalf of a sender's burst without running this QP's work: the
      * sender delivers its next packets here directly, with no lock operation per packet (owner only).
      */
-    private final OwnerState own = new OwnerState();
-
-    /** Cache-line padding before {@link OwnerState}'s fields (superclass fields are laid out first). */
-    @SuppressWarnings("unused")
-    private abstract static class OwnerStatePad {
-        long p0, p1, p2, p3, p4, p5, p6, p7;
-    }
-
-    /**
-     * The owner's per-packet bookkeeping, in an object of its own: every sender reads this QP's fields (its
-     * executor, inbox, CQs, addresses) on each delivery, and a field the owner writes per packet on one of
-     * those cache lines would move the line between the two cores every time (false sharing). Owner only.
-     */
-    private abstract static class OwnerStateFields extends OwnerStatePad {
-        /** The executor is owned on behalf of a sender's burst (see {@link SoftQp#deliver}). */
-        boolean heldForSender;
-        /** The peer whose executor this QP's owner keeps for the rest of its burst, or null. */
-        SoftQp keptPeer;
-        /** Whether {@link SoftQp#drainInbox} is running. */
-        boolean draining;
-        /** Whether this QP's END_OF_BURST ACK is listed on a thread's burst (owner, or that burst's thread). */
-        boolean burstAckListed;
-    }
-
-    /** Padding after the fields, so the next object allocated does not share their line. */
-    @SuppressWarnings("unused")
-    private static final class OwnerState extends OwnerStateFields {
-        long q0, q1, q2, q3, q4, q5, q6, q7;
-    }
+    final OwnerWork.OwnerState own = new OwnerWork.OwnerState();
 
     /**
      * A packet for this QP from a link (the dispatcher checked its transport and addresses): processed now on
      * this thread if the executor is free and nothing waits before it, else copied into the inbox for the
-     * owner (the payload's pieces, or its bytes when they do not outlive the call: {@link Packet#payloadStable}).
-     * Never waits, so a thread that owns another QP's executor may deliver.
+     * owner ({@link QpDelivery#deliver}). Never waits, so a thread that owns another QP's executor may deliver.
      *
      * @param p the packet, valid during the call
      */
     void deliver(Packet p) {
-        QpExecutor ex = exec;
-        if (p.sender != null && !ex.heldByCurrentThread() && handToPoller(p)) {
-            return;
-        }
-        if (ex.heldByCurrentThread()) {
-            if (own.heldForSender) {
-                // kept for the burst of the QP that is sending (below): its next packet goes in directly
-                own.heldForSender = false;
-                try {
-                    if (!inbox.isEmpty()) {
-                        drainInbox();
-                    }
-                    if (!inbox.isEmpty() || waits(p)) {
-                        handOff(p); // behind a READ reply still being sent, or what waits for it
-                        ex.markPending();
-                    } else {
-                        process(p);
-                    }
-                } finally {
-                    own.heldForSender = true;
-                }
-                return;
-            }
-            // this thread is inside this QP's work further up its stack: never re-enter it
-            handOff(p);
-            ex.markPending();
-            return;
-        }
-        if (ex.tryAcquire()) {
-            boolean keep = false;
-            try {
-                if (!inbox.isEmpty()) {
-                    drainInbox(); // what arrived first is processed first
-                }
-                if (!inbox.isEmpty() || waits(p)) {
-                    handOff(p); // behind a READ reply still being sent, or what waits for it
-                    ex.markPending();
-                    return;
-                }
-                process(p);
-                SoftQp s = p.sender;
-                // keep the executor for the rest of the sender's burst (its next packets, the coalesced ACK at
-                // its end): one lock operation per burst instead of per packet. The sender lets go of it at its
-                // own end of burst (releaseKeptPeer), before it lets go of its own executor.
-                if (s != null && s.own.keptPeer == null && s != this && s.exec.heldByCurrentThread()) {
-                    s.own.keptPeer = this;
-                    own.heldForSender = true;
-                    keep = true;
-                }
-            } finally {
-                if (!keep) {
-                    ex.release();
-                }
-            }
-            return;
-        }
-        handOff(p);
-        ex.schedule();
+        QpDelivery.deliver(this, p);
     }
 
-    /**
-     * Receiver-driven delivery (docs/engine.md): when a thread polls one of this QP's CQs, a packet from an
-     * in-process sender is left in the inbox for that poller, which runs this QP on its own thread, so each
-     * thread touches its own side's cache lines; the engine agent runs it if the poller stops first.
-     *
-     * @return whether the packet was handed over
-     */
-    private boolean handToPoller(Packet p) {
-        if (fabric.timers.manual()) {
-            // The fallback for a poller that stops before it takes the packet (an RDMA WRITE makes no completion,
-            // so an application may well stop polling) is the timer service's check, which on a manual clock runs
-            // only when the clock is advanced: a test that expects no timer would wait forever for a WRITE left in
-            // the inbox (SoftConcurrencyTest: 1199 of 1200 send completions). On a manual clock the sender runs it.
-            return false;
-        }
-        SoftCq cq = p.is(Opcodes.M_REQ) ? recvCq : sendCq;
-        SoftCq other = cq == recvCq ? sendCq : recvCq;
-        SoftCq active = cq.pollerActive(0) ? cq : other != cq && other.pollerActive(0) ? other : null;
-        if (active == null) {
-            return false;
-        }
-        boolean ok;
-        try {
-            ok = inbox.offer(p);
-        } catch (IllegalStateException | IndexOutOfBoundsException e) {
-            device.count(SoftCounter.DROP_HANDOFF_FULL);
-            return true;
-        }
-        if (!ok) {
-            return false; // full: the sender runs it (or queues it behind the owner) below
-        }
-        if (exec.isHeld()) {
-            // an owner runs it before it lets go. Only then: the pending flag is a volatile store, whose fence
-            // would wait here for the slot's lines to reach this core, and the poller finds the packet by
-            // itself (its empty poll looks at the inbox; the timer service's check covers a poller that stops)
-            exec.markPending();
-        }
-        if (!active.handedOver(this)) {
-            exec.schedule(); // the ready list is full: run it now
-            return true;
-        }
-        fabric.timers.handedOver(this);
-        return true;
+    /** Processes what the inbox holds (at most one ring's worth: {@link OwnerWork#drainInbox}). Owner only. */
+    void drainInbox() {
+        OwnerWork.drainInbox(this);
     }
 
     /** Whether the timer service watches this QP's handed-over packets (TimerService.handedOver). */
@@ -504,181 +370,6 @@ final class SoftQp extends SoftResource implements QueuePair {
      */
     boolean runHandedOver() {
         return exec.tryRun();
-    }
-
-    /** Lets go of the peer executor kept for this QP's burst (owner only). */
-    private void releaseKeptPeer() {
-        SoftQp b = own.keptPeer;
-        if (b != null) {
-            own.keptPeer = null;
-            b.own.heldForSender = false;
-            b.exec.release(); // runs what waited for it, and its end of burst (the ACK)
-        }
-    }
-
-    private void handOff(Packet p) {
-        boolean ok;
-        try {
-            ok = inbox.offer(p);
-        } catch (IllegalStateException | IndexOutOfBoundsException e) {
-            device.count(SoftCounter.DROP_HANDOFF_FULL); // the sender's memory went away: lost, as on a wire
-            return;
-        }
-        if (!ok) {
-            device.count(SoftCounter.DROP_HANDOFF_FULL); // RC retransmits; UC/UD lose it, as a full queue would
-        }
-    }
-
-    /** Runs one packet through the responder or the completer. Owner only. */
-    private void process(Packet p) {
-        count(SoftCounter.RCVD_PKTS);
-        if (p.payloadLen < 0) {
-            count(SoftCounter.DROP_MALFORMED); // a slot whose payload could not be copied
-            return;
-        }
-        try {
-            if (p.is(Opcodes.M_REQ)) {
-                responder.onRequest(p);
-            } else {
-                completer.onResponse(p);
-            }
-        } catch (Throwable t) {
-            EngineErrors.receiveFailed(device, this, p, t);
-        }
-    }
-
-    /** Processes what the inbox holds (at most one ring's worth). Owner only. */
-    void drainInbox() {
-        if (own.draining) {
-            return; // called from the processing of a packet of this drain (a response runs the requester)
-        }
-        own.draining = true;
-        try {
-            int n = 0;
-            long seq;
-            Packet next;
-            while (n < INBOX_SLOTS && (next = inbox.peek()) != null && !waits(next) && (seq = inbox.poll()) >= 0) {
-                try {
-                    process(inbox.packet(seq));
-                } finally {
-                    inbox.done(seq);
-                }
-                n++;
-            }
-            if (n == INBOX_SLOTS && !inbox.isEmpty()) {
-                exec.markPending(); // the rest in the next cycle, after the others' work
-            }
-        } finally {
-            own.draining = false;
-        }
-    }
-
-
-    /** The duty cycle (QpExecutor.Work): a READ reply's next burst, inbox, due timers, requester. Owner only. */
-    private void dutyCycle() {
-        if (paceDeadline != 0 && responder.replying() && inbox.size() >= INBOX_SLOTS / 2) {
-            // Half the inbox waits behind the paused reply: the peer's requester has been resending what we
-            // hold (its timer ran out), and once the inbox is full even the re-read that would move the reply
-            // is dropped, as are the responses to our own requester that queue behind the waiting requests.
-            // The reply goes on now: the gap protects the path from a burst, not at the price of a livelock
-            // (SoftLossyRcPropertiesTest.seedsThatOnceFailed, -Pslow seeds -1 and -2; docs/engine.md "Pacing").
-            paceDeadline = 0;
-            count(SoftCounter.PACE_SPEEDUPS);
-        }
-        if (paceDeadline == 0 && responder.replying()) {
-            try {
-                responder.continueReply(); // rxe READ_REPLY: before the requests that wait behind it
-            } catch (Throwable t) {
-                EngineErrors.qpWorkFailed(this, "READ reply", t);
-            }
-        }
-        if (!inbox.isEmpty()) {
-            drainInbox();
-        }
-        if (timerDue) {
-            timerDue = false;
-            try {
-                QpTimers.onTimers(this, fabric.clock.nanoTime());
-            } catch (Throwable t) {
-                EngineErrors.qpWorkFailed(this, "timers", t);
-            }
-        }
-        if (sq.hasWork() && (state == QpState.RTS || state == QpState.SQD || state == QpState.ERR)) {
-            try {
-                requester.run();
-            } catch (Throwable t) {
-                EngineErrors.qpWorkFailed(this, "post", t);
-            }
-        }
-    }
-
-    /**
-     * The end of the owner's burst on this QP (QpExecutor.Work): the ACK coalescer's END_OF_BURST. In process
-     * the ACK leaves now; on a RoCE device inside a thread's {@link Burst} (a receive batch, a post list) it
-     * leaves when that burst ends, so the batch's requests share one ACK and the batch's system call. Owner only.
-     */
-    private void endOfBurst() {
-        try {
-            flushAckAtEndOfBurst();
-        } finally {
-            // last: a packet sent above may have kept a peer; letting go of it cannot keep another (the peer's
-            // packets to this QP go to its inbox, this QP being owned here), so none outlives this burst
-            try {
-                releaseKeptPeer();
-            } catch (Throwable t) {
-                EngineErrors.qpWorkFailed(this, "peer release", t);
-            }
-        }
-    }
-
-    private void flushAckAtEndOfBurst() {
-        try {
-            if (!responder.ackDueAtEndOfBurst()) {
-                return;
-            }
-            if (device.onWire() && !own.burstAckListed) {
-                Burst b = Burst.current();
-                if (b.active()) {
-                    own.burstAckListed = true;
-                    b.ackAtEnd(this);
-                    return;
-                }
-            }
-            if (!own.burstAckListed) {
-                responder.flushAck();
-            }
-        } catch (Throwable t) {
-            EngineErrors.qpWorkFailed(this, "ACK", t);
-        }
-    }
-
-
-    /** The thread's burst ended: its END_OF_BURST ACK leaves. The caller owns no executor. */
-    void flushBurstAck() {
-        exec.acquire();
-        try {
-            own.burstAckListed = false;
-            if (responder.ackDueAtEndOfBurst()) {
-                responder.flushAck();
-            }
-        } catch (Throwable t) {
-            EngineErrors.qpWorkFailed(this, "ACK", t);
-        } finally {
-            exec.release();
-        }
-    }
-
-    /** Sends the responder's deferred (NEXT_VERBS_CALL) ACK; the caller owns no executor. */
-    void flushDeferredAck() {
-        ackListed = false;
-        exec.acquire();
-        try {
-            responder.flushAck();
-        } catch (Throwable t) {
-            EngineErrors.qpWorkFailed(this, "deferred ACK", t);
-        } finally {
-            exec.release();
-        }
     }
 
     /** {@return whether the QP's transport has this operation (rxe next_opcode finds an opcode for it)} */
@@ -801,7 +492,7 @@ final class SoftQp extends SoftResource implements QueuePair {
             } finally {
                 exec.release();
             }
-            afterVerbsCall();
+            AckFlush.afterVerbsCall(this);
             return ok;
         } finally {
             b.exit();
@@ -824,21 +515,10 @@ final class SoftQp extends SoftResource implements QueuePair {
             } finally {
                 exec.release();
             }
-            afterVerbsCall();
+            AckFlush.afterVerbsCall(this);
             return n;
         } finally {
             b.exit();
-        }
-    }
-
-    /**
-     * The ACKs deferred to this thread's next verbs call (AckCoalescer NEXT_VERBS_CALL) leave now, in the
-     * same burst as the packets the call made: an answer leaves before the ACKs it follows. The caller owns
-     * no executor.
-     */
-    private void afterVerbsCall() {
-        if (fabric.acksPending()) {
-            fabric.flushAcks();
         }
     }
 
