@@ -11,7 +11,11 @@ final class AckFlush {
     private AckFlush() {
     }
 
-    /** The END_OF_BURST ACK: sent now, or listed on this thread's RoCE burst to leave at its end. Owner only. */
+    /**
+     * The END_OF_BURST ACK: sent now, or listed on this thread's RoCE burst to leave at its end. Owner only.
+     *
+     * @param qp the QP
+     */
     static void flushAckAtEndOfBurst(SoftQp qp) {
         try {
             if (!qp.responder.ackDueAtEndOfBurst()) {
@@ -33,7 +37,11 @@ final class AckFlush {
         }
     }
 
-    /** The thread's burst ended: its END_OF_BURST ACK leaves. The caller owns no executor. */
+    /**
+     * The thread's burst ended: its END_OF_BURST ACK leaves. The caller owns no executor.
+     *
+     * @param qp the QP
+     */
     static void flushBurstAck(SoftQp qp) {
         qp.exec.acquire();
         try {
@@ -48,7 +56,11 @@ final class AckFlush {
         }
     }
 
-    /** Sends the responder's deferred (NEXT_VERBS_CALL) ACK; the caller owns no executor. */
+    /**
+     * Sends the responder's deferred (NEXT_VERBS_CALL) ACK; the caller owns no executor.
+     *
+     * @param qp the QP
+     */
     static void flushDeferredAck(SoftQp qp) {
         qp.ackListed = false;
         qp.exec.acquire();
@@ -65,6 +77,8 @@ final class AckFlush {
      * The ACKs deferred to this thread's next verbs call (AckCoalescer NEXT_VERBS_CALL) leave now, in the
      * same burst as the packets the call made: an answer leaves before the ACKs it follows. The caller owns
      * no executor.
+     *
+     * @param qp the QP the call was on
      */
     static void afterVerbsCall(SoftQp qp) {
         if (qp.fabric.acksPending()) {

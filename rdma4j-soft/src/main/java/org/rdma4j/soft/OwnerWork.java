@@ -12,7 +12,12 @@ final class OwnerWork {
     private OwnerWork() {
     }
 
-    /** Runs one packet through the responder or the completer. Owner only. */
+    /**
+     * Runs one packet through the responder or the completer. Owner only.
+     *
+     * @param qp the QP
+     * @param p the packet
+     */
     static void process(SoftQp qp, Packet p) {
         qp.count(SoftCounter.RCVD_PKTS);
         if (p.payloadLen < 0) {
@@ -30,7 +35,11 @@ final class OwnerWork {
         }
     }
 
-    /** Processes what the inbox holds (at most one ring's worth). Owner only. */
+    /**
+     * Processes what the inbox holds (at most one ring's worth). Owner only.
+     *
+     * @param qp the QP
+     */
     static void drainInbox(SoftQp qp) {
         if (qp.own.draining) {
             return; // called from the processing of a packet of this drain (a response runs the requester)
@@ -57,7 +66,11 @@ final class OwnerWork {
         }
     }
 
-    /** The duty cycle (QpExecutor.Work): a READ reply's next burst, inbox, due timers, requester. Owner only. */
+    /**
+     * The duty cycle (QpExecutor.Work): a READ reply's next burst, inbox, due timers, requester. Owner only.
+     *
+     * @param qp the QP
+     */
     static void dutyCycle(SoftQp qp) {
         if (qp.paceDeadline != 0 && qp.responder.replying() && qp.inbox.size() >= SoftQp.INBOX_SLOTS / 2) {
             // Half the inbox waits behind the paused reply: the peer's requester has been resending what we
@@ -99,6 +112,8 @@ final class OwnerWork {
      * The end of the owner's burst on this QP (QpExecutor.Work): the ACK coalescer's END_OF_BURST. In process
      * the ACK leaves now; on a RoCE device inside a thread's {@link Burst} (a receive batch, a post list) it
      * leaves when that burst ends, so the batch's requests share one ACK and the batch's system call. Owner only.
+     *
+     * @param qp the QP
      */
     static void endOfBurst(SoftQp qp) {
         try {

@@ -85,6 +85,10 @@ final class QpDelivery {
     /**
      * Whether a packet must wait in the inbox: a request while the responder still has a READ's responses to
      * send (rxe get_req: RESPST_READ_REPLY comes before the next request). Owner only.
+     *
+     * @param qp the QP
+     * @param p the packet
+     * @return whether it waits
      */
     static boolean waits(SoftQp qp, Packet p) {
         return p.is(Opcodes.M_REQ) && qp.responder.replying() && !qp.responder.foldsIntoReply(p);

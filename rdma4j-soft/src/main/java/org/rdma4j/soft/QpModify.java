@@ -57,7 +57,8 @@ final class QpModify {
         if (a.has(QpAttrMask.AV)) {
             qp.av = a.av().copy();
             if (qp.av.dgid() != null) {
-                qp.pacer.bind(qp.device.pacePath(qp.av.dgid())); // what the device's QPs learnt of the path there (Pacer)
+                // what the device's QPs learnt of the path there (Pacer)
+                qp.pacer.bind(qp.device.pacePath(qp.av.dgid()));
             }
             qp.dgid = qp.av.dgid();
             qp.sgid = qp.device.gid(qp.av.sgidIndex());
