@@ -27,6 +27,13 @@ import org.rdma4j.verbs.WrOpcode;
  * A queue pair of the software device: attributes, the state machine, the send queue and the
  * receive queue. The protocol work is done by its {@link Requester}, {@link Responder} and
  * {@link Completer} on the QP's own {@link QpExecutor} (docs/engine.md). Thread-safe.
+ *
+ * <p>This class holds the QP's identity, attributes and queues, and the verbs entry points; its other roles
+ * are static methods taking the QP, each class named for the thread that runs it: {@link QpDelivery} (the
+ * delivering thread), {@link OwnerWork} (the owner's duty cycle and burst end), {@link AckFlush} (when the
+ * coalesced ACKs leave), {@link QpStateChanges} (RESET, ERR and its flushes; owner), {@link QpTimers} (the
+ * owner arms, the timer service reads), {@link QpModify} (modify and query, under the executor) and
+ * {@link PostChecks} (a send post's refusals and inline copy, under the executor).
  */
 final class SoftQp extends SoftResource implements QueuePair {
     /**
