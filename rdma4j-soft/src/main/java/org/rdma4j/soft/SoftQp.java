@@ -324,7 +324,7 @@ final class SoftQp extends SoftResource implements QueuePair {
      * send (rxe get_req: RESPST_READ_REPLY comes before the next request). Owner only.
      */
     private boolean waits(Packet p) {
-        return p.is(Opcodes.M_REQ) && responder.replying() && !responder.foldsIntoReply(p);
+        return p.is(Opcodes.M_REQ) && responder.resources.replying() && !responder.resources.foldsIntoReply(p);
     }
 
     /** A paused burst goes on in the next duty cycle, whatever its gap (owner only). */
@@ -581,7 +581,7 @@ final class SoftQp extends SoftResource implements QueuePair {
 
     /** The duty cycle (QpExecutor.Work): a READ reply's next burst, inbox, due timers, requester. Owner only. */
     private void dutyCycle() {
-        if (paceDeadline != 0 && responder.replying() && inbox.size() >= INBOX_SLOTS / 2) {
+        if (paceDeadline != 0 && responder.resources.replying() && inbox.size() >= INBOX_SLOTS / 2) {
             // Half the inbox waits behind the paused reply: the peer's requester has been resending what we
             // hold (its timer ran out), and once the inbox is full even the re-read that would move the reply
             // is dropped, as are the responses to our own requester that queue behind the waiting requests.
@@ -590,9 +590,9 @@ final class SoftQp extends SoftResource implements QueuePair {
             paceDeadline = 0;
             count(SoftCounter.PACE_SPEEDUPS);
         }
-        if (paceDeadline == 0 && responder.replying()) {
+        if (paceDeadline == 0 && responder.resources.replying()) {
             try {
-                responder.continueReply(); // rxe READ_REPLY: before the requests that wait behind it
+                responder.resources.continueReply(); // rxe READ_REPLY: before the requests that wait behind it
             } catch (Throwable t) {
                 EngineErrors.qpWorkFailed(this, "READ reply", t);
             }
@@ -638,7 +638,7 @@ final class SoftQp extends SoftResource implements QueuePair {
 
     private void flushAckAtEndOfBurst() {
         try {
-            if (!responder.ackDueAtEndOfBurst()) {
+            if (!responder.acks.ackDueAtEndOfBurst()) {
                 return;
             }
             if (device.onWire() && !own.burstAckListed) {
@@ -650,7 +650,7 @@ final class SoftQp extends SoftResource implements QueuePair {
                 }
             }
             if (!own.burstAckListed) {
-                responder.flushAck();
+                responder.acks.flushAck();
             }
         } catch (Throwable t) {
             EngineErrors.qpWorkFailed(this, "ACK", t);
@@ -663,8 +663,8 @@ final class SoftQp extends SoftResource implements QueuePair {
         exec.acquire();
         try {
             own.burstAckListed = false;
-            if (responder.ackDueAtEndOfBurst()) {
-                responder.flushAck();
+            if (responder.acks.ackDueAtEndOfBurst()) {
+                responder.acks.flushAck();
             }
         } catch (Throwable t) {
             EngineErrors.qpWorkFailed(this, "ACK", t);
@@ -678,7 +678,7 @@ final class SoftQp extends SoftResource implements QueuePair {
         ackListed = false;
         exec.acquire();
         try {
-            responder.flushAck();
+            responder.acks.flushAck();
         } catch (Throwable t) {
             EngineErrors.qpWorkFailed(this, "deferred ACK", t);
         } finally {
@@ -727,7 +727,7 @@ final class SoftQp extends SoftResource implements QueuePair {
 
     private void modifyLocked(QpAttributes a) {
         // what the responder acknowledged so far goes out before the QP changes (rxe sent it at receive time)
-        responder.flushAck();
+        responder.acks.flushAck();
         int mask = a.mask();
         QpState cur = state;
         if (a.has(QpAttrMask.CUR_STATE) && a.curState() != cur) {
@@ -792,12 +792,12 @@ final class SoftQp extends SoftResource implements QueuePair {
         if (a.has(QpAttrMask.MAX_DEST_RD_ATOMIC)) {
             maxDestRdAtomic = rdAtomicDepth(a.maxDestRdAtomic());
             // rxe allocates the resources for the rounded value (256 for 129) although the QP keeps 0
-            responder.resizeResources(a.maxDestRdAtomic());
+            responder.resources.resize(a.maxDestRdAtomic());
         }
         if (a.has(QpAttrMask.RQ_PSN)) {
             rqPsn = a.rqPsn() & Psn.MASK;
             responder.psn = rqPsn;
-            responder.dropHeld();
+            responder.held.drop();
         }
         if (a.has(QpAttrMask.SQ_PSN)) {
             sqPsn = a.sqPsn() & Psn.MASK;
@@ -940,7 +940,7 @@ final class SoftQp extends SoftResource implements QueuePair {
         rnrDeadline = 0;
         paceDeadline = 0;
         probeDeadline = 0;
-        responder.dropHeld();
+        responder.held.drop();
         flushSendQueue();
         if (srq != null) {
             if (!was) {
@@ -1412,7 +1412,7 @@ final class SoftQp extends SoftResource implements QueuePair {
         Burst b = Burst.enter();
         exec.acquire();
         try {
-            responder.flushAck(); // acknowledged before it goes, as rxe had at receive time
+            responder.acks.flushAck(); // acknowledged before it goes, as rxe had at receive time
             closed = true;
             state = QpState.RESET;
             retransDeadline = 0;
