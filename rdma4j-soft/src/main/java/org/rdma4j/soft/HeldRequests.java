@@ -81,6 +81,11 @@ final class HeldRequests {
     /** rxe resp.sent_psn_nak: the gap at ePSN was NAKed. */
     private boolean sentPsnNak;
 
+    HeldRequests(Responder resp, SoftQp qp) {
+        this.resp = resp;
+        this.qp = qp;
+    }
+
     /**
      * An RC request ahead of the expected PSN (ePSN). rxe check_psn (class B, IBA 9.7.5.1.2): NAK the
      * first one of a gap with ePSN (resp.sent_psn_nak, cleared when ePSN arrives; counted
@@ -267,11 +272,6 @@ final class HeldRequests {
             java.util.Arrays.fill(held, null);
         }
         heldCount = 0;
-    }
-
-    HeldRequests(Responder resp, SoftQp qp) {
-        this.resp = resp;
-        this.qp = qp;
     }
 
     void reset() {

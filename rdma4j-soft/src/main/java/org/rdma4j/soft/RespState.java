@@ -8,9 +8,9 @@ package org.rdma4j.soft;
  * where the transitions differ from rxe's, the step says so. A QP's {@link StateTrace} sees each state entered.
  *
  * <p>Not entered: {@code NONE}, {@code ATOMIC_WRITE_REPLY} (no ATOMIC WRITE opcode here),
- * {@code ERR_INVALIDATE_RKEY} (no SEND with Invalidate), {@code RESET} and {@code EXIT} (rxe's get_req finds the
- * packet queue empty or the QP in RESET; here a request is handed in, and one for a QP in RESET, INIT or ERR is
- * dropped before the loop, as rxe_rcv's check_type_state drops it before rxe's responder sees it).
+ * {@code ERR_INVALIDATE_RKEY} (no SEND with Invalidate), {@code RESET} (rxe_responder run for a QP in RESET) and
+ * {@code EXIT} (get_req finding no packet): here a request is handed in, and one for a QP in RESET, INIT or ERR is
+ * dropped before the loop, as rxe's check_type_state (from rxe_rcv) drops a request unless resp.state is READY.
  */
 enum RespState {
     /** A request to handle: a new one, or one held out of sequence whose turn came (rxe get_req). */

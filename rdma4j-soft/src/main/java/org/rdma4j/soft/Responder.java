@@ -58,7 +58,8 @@ final class Responder {
      * Seen against the VM's kernel rxe at 20 % loss: a Linux rping server's READ of our client's buffer, whose
      * response was lost, completed from the re-ACK of its resent go-ahead SEND and kept the previous ping's bytes.
      */
-    int ackPsn;    /** rxe resp.msn. */
+    int ackPsn;
+    /** rxe resp.msn. */
     int msn;
     private int lastOpcode = -1;
     private boolean dropMsg;
@@ -90,6 +91,7 @@ final class Responder {
     private long writeVa;
     private long writeResid;
     private int writeLength;
+
     Responder(SoftQp qp) {
         this.qp = qp;
         this.recvSgl = new Sgl(Math.max(1, qp.cap.maxRecvSge()) + 1, qp.device.dma);
@@ -664,15 +666,12 @@ final class Responder {
             if (!completeRecv(p)) {
                 return RespState.ERR_CQ_OVERFLOW;
             }
-            endMessage();
-        } else {
-            if (haveWqe) {
-                long id = wqeId;
-                consumeWqe();
-                qp.recvCq.post(id, status, WcOpcode.RECV, 0, 0, qp.qpn, 0, 0, false);
-            }
-            endMessage();
+        } else if (haveWqe) {
+            long id = wqeId;
+            consumeWqe();
+            qp.recvCq.post(id, status, WcOpcode.RECV, 0, 0, qp.qpn, 0, 0, false);
         }
+        endMessage();
         return qp.type == QpType.RC ? RespState.ACKNOWLEDGE : RespState.CLEANUP;
     }
 

@@ -92,6 +92,22 @@ class SoftResponderStatesTest {
     }
 
     @Test
+    void udSendGoesFromChkPsnToChkResource() {
+        pair.close();
+        pair = new LossyPair(LossyPair.Config.of(QpType.UD), 1, FaultInjectingLink.Faults.NONE);
+        ((SoftQp) pair.b.qp).trace = trace;
+        RecvWorkRequest r = new RecvWorkRequest(1).wrId(7).singleSge(pair.b.addr(0), 4096, pair.b.mr.lkey());
+        assertTrue(pair.b.qp.postRecv(r), () -> "postRecv: " + r.postError());
+        post(wr(WrOpcode.SEND, 100).ah(pair.a.ahToPeer).remoteQpn(pair.b.qp.qpNum()).remoteQkey(LossyPair.QKEY));
+        assertEquals(WcStatus.SUCCESS, pair.collect(new org.rdma4j.verbs.CompletionQueue[] {pair.b.rcq}, new int[] {1},
+                10_000).get(0).get(0).status());
+        // rdma4j's departure (Responder.checkPsn): UD skips CHK_OP_SEQ, CHK_OP_VALID, CHK_LENGTH and CHK_RKEY, which
+        // rxe passes through; do_complete goes to CLEANUP for UD, as rxe
+        assertEquals(List.of("GET_REQ", "CHK_PSN", "CHK_RESOURCE", "EXECUTE", "COMPLETE", "CLEANUP", "DONE"),
+                trace.take("resp"));
+    }
+
+    @Test
     void duplicateReadIsReplayed() {
         boolean[] dropped = {false};
         pair.link.dropIf(p -> {
