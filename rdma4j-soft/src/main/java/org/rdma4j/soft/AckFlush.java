@@ -18,7 +18,7 @@ final class AckFlush {
      */
     static void flushAckAtEndOfBurst(SoftQp qp) {
         try {
-            if (!qp.responder.ackDueAtEndOfBurst()) {
+            if (!qp.responder.acks.ackDueAtEndOfBurst()) {
                 return;
             }
             if (qp.device.onWire() && !qp.own.burstAckListed) {
@@ -30,7 +30,7 @@ final class AckFlush {
                 }
             }
             if (!qp.own.burstAckListed) {
-                qp.responder.flushAck();
+                qp.responder.acks.flushAck();
             }
         } catch (Throwable t) {
             EngineErrors.qpWorkFailed(qp, "ACK", t);
@@ -46,8 +46,8 @@ final class AckFlush {
         qp.exec.acquire();
         try {
             qp.own.burstAckListed = false;
-            if (qp.responder.ackDueAtEndOfBurst()) {
-                qp.responder.flushAck();
+            if (qp.responder.acks.ackDueAtEndOfBurst()) {
+                qp.responder.acks.flushAck();
             }
         } catch (Throwable t) {
             EngineErrors.qpWorkFailed(qp, "ACK", t);
@@ -65,7 +65,7 @@ final class AckFlush {
         qp.ackListed = false;
         qp.exec.acquire();
         try {
-            qp.responder.flushAck();
+            qp.responder.acks.flushAck();
         } catch (Throwable t) {
             EngineErrors.qpWorkFailed(qp, "deferred ACK", t);
         } finally {

@@ -72,7 +72,7 @@ final class OwnerWork {
      * @param qp the QP
      */
     static void dutyCycle(SoftQp qp) {
-        if (qp.paceDeadline != 0 && qp.responder.replying() && qp.inbox.size() >= SoftQp.INBOX_SLOTS / 2) {
+        if (qp.paceDeadline != 0 && qp.responder.resources.replying() && qp.inbox.size() >= SoftQp.INBOX_SLOTS / 2) {
             // Half the inbox waits behind the paused reply: the peer's requester has been resending what we
             // hold (its timer ran out), and once the inbox is full even the re-read that would move the reply
             // is dropped, as are the responses to our own requester that queue behind the waiting requests.
@@ -81,9 +81,9 @@ final class OwnerWork {
             qp.paceDeadline = 0;
             qp.count(SoftCounter.PACE_SPEEDUPS);
         }
-        if (qp.paceDeadline == 0 && qp.responder.replying()) {
+        if (qp.paceDeadline == 0 && qp.responder.resources.replying()) {
             try {
-                qp.responder.continueReply(); // rxe READ_REPLY: before the requests that wait behind it
+                qp.responder.resources.continueReply(); // rxe READ_REPLY: before the requests that wait behind it
             } catch (Throwable t) {
                 EngineErrors.qpWorkFailed(qp, "READ reply", t);
             }

@@ -91,7 +91,7 @@ final class QpDelivery {
      * @return whether it waits
      */
     static boolean waits(SoftQp qp, Packet p) {
-        return p.is(Opcodes.M_REQ) && qp.responder.replying() && !qp.responder.foldsIntoReply(p);
+        return p.is(Opcodes.M_REQ) && qp.responder.resources.replying() && !qp.responder.resources.foldsIntoReply(p);
     }
 
     /**

@@ -28,7 +28,7 @@ final class QpModify {
      */
     static void modify(SoftQp qp, QpAttributes a) {
         // what the responder acknowledged so far goes out before the QP changes (rxe sent it at receive time)
-        qp.responder.flushAck();
+        qp.responder.acks.flushAck();
         int mask = a.mask();
         QpState cur = qp.state;
         if (a.has(QpAttrMask.CUR_STATE) && a.curState() != cur) {
@@ -94,12 +94,12 @@ final class QpModify {
         if (a.has(QpAttrMask.MAX_DEST_RD_ATOMIC)) {
             qp.maxDestRdAtomic = rdAtomicDepth(a.maxDestRdAtomic());
             // rxe allocates the resources for the rounded value (256 for 129) although the QP keeps 0
-            qp.responder.resizeResources(a.maxDestRdAtomic());
+            qp.responder.resources.resize(a.maxDestRdAtomic());
         }
         if (a.has(QpAttrMask.RQ_PSN)) {
             qp.rqPsn = a.rqPsn() & Psn.MASK;
             qp.responder.psn = qp.rqPsn;
-            qp.responder.dropHeld();
+            qp.responder.held.drop();
         }
         if (a.has(QpAttrMask.SQ_PSN)) {
             qp.sqPsn = a.sqPsn() & Psn.MASK;

@@ -56,7 +56,7 @@ final class QpStateChanges {
         qp.rnrDeadline = 0;
         qp.paceDeadline = 0;
         qp.probeDeadline = 0;
-        qp.responder.dropHeld();
+        qp.responder.held.drop();
         flushSendQueue(qp);
         if (qp.srq != null) {
             if (!was) {

@@ -656,7 +656,7 @@ final class SoftQp extends SoftResource implements QueuePair {
         Burst b = Burst.enter();
         exec.acquire();
         try {
-            responder.flushAck(); // acknowledged before it goes, as rxe had at receive time
+            responder.acks.flushAck(); // acknowledged before it goes, as rxe had at receive time
             closed = true;
             state = QpState.RESET;
             retransDeadline = 0;
