@@ -58,7 +58,7 @@ final class Burst {
                 for (int i = 0; i < ackCount; i++) {
                     SoftQp qp = acks[i];
                     acks[i] = null;
-                    qp.flushBurstAck();
+                    AckFlush.flushBurstAck(qp);
                 }
             } finally {
                 ackCount = 0;
@@ -71,7 +71,7 @@ final class Burst {
     }
 
     /**
-     * A RoCE QP's coalesced ACK waits for the end of this burst ({@link SoftQp#flushBurstAck}).
+     * A RoCE QP's coalesced ACK waits for the end of this burst ({@link AckFlush#flushBurstAck}).
      *
      * @param qp the QP, listed once (its flag says so)
      */

@@ -14,6 +14,9 @@ import org.rdma4j.verbs.WrOpcode;
  * Matches acknowledgements and responses to send WQEs and completes them (rxe_comp.c): ACK
  * coalescing, RDMA READ response scatter, atomic results, RNR and sequence NAKs, retry counting and
  * go-back-N. RC only. Called by the QP's owner only (its executor).
+ *
+ * <p>An explicit state machine as rxe_completer is: {@link #run} enters the {@link CompState}s one by one, each
+ * step returning the next, and tells the QP's {@link StateTrace} of each.
  */
 final class Completer {
     private final SoftQp qp;
@@ -80,6 +83,19 @@ final class Completer {
     private boolean resendFromNak;
     /** PSN of the last sequence NAK. */
     private int nakPsn;
+
+    // What the states of one run of the loop ({@link #run}) hand on to the next: rxe's locals wqe and
+    // wqe->status. Fields, so that a response costs no allocation.
+    /** The WQE the states work on (a SendQueue slot). */
+    private int wqe;
+    /** Why ERROR_RETRY was entered. */
+    private Cause cause;
+    /** The status ERROR completes the WQE with. */
+    private WcStatus status;
+    /** Whether the response ends its WQE: UPDATE_COMP goes on to COMP_ACK. */
+    private boolean ends;
+    /** Whether the sequence NAK of CHECK_ACK moved comp.psn (for ERROR_RETRY). */
+    private boolean nakMoved;
     /** Window, round trip and loss probe against a responder that drops what follows a gap (peer DROPS only). */
     final LossWindow lossWindow = new LossWindow();
 
@@ -141,25 +157,13 @@ final class Completer {
     void onResponse(Packet p) {
         QpState s = qp.state;
         if (s != QpState.RTS && s != QpState.SQD && s != QpState.SQE) {
+            // rxe_completer checks the QP's state before its loop too (and drains the packets then).
             qp.count(SoftCounter.DROP_BAD_STATE);
             return;
         }
-        // rxe behaviour (rxe_completer): every response packet that reaches the completer clears
-        // comp.timeout_retry and the completer re-arms the retransmit timer on its way out, whether the
-        // packet made progress or was a duplicate. So a peer that is still answering (for instance
-        // replaying a long READ response because a request was resent) postpones the retry. Retrying
-        // anyway makes rxe restart that READ response from the top each time: with 8 MiB reads under
-        // a slow link the retries outran the replies and the READ never completed.
-        qp.progressMade();
         boolean resending = recovery == Recovery.RESENDING;
         int from = resendFrom;
-        if (peer != Responder.DROPS && lossWindow.sampling()) {
-            // Before the response is processed: a go-back-N it starts ends the sample in progress (Karn), and the
-            // response itself still times it. A NAK acknowledges what precedes its PSN, anything else its PSN too.
-            boolean nak = (p.opcode & 0x1F) == Opcodes.ACKNOWLEDGE && (p.syndrome & Aeth.TYPE_MASK) != Aeth.TYPE_ACK;
-            lossWindow.sample(nak ? p.psn : Psn.add(p.psn, 1), qp.fabric.clock.nanoTime());
-        }
-        process(p);
+        run(p);
         // What the answer to a budgeted resend shows about the responder; only a resend that began at the
         // responder's own NAK says anything, and a go-back-N one (peer DROPS) sent more than its budget.
         if (resending && resendFromNak && peer != Responder.DROPS && recovery == Recovery.IDLE
@@ -194,6 +198,8 @@ final class Completer {
             lossWindow.response(psn, now);
             armProbe(now);
         }
+        // rxe's UPDATE_COMP and complete_wqe wake the requester if it waits for a PSN (req.wait_psn); ours runs
+        // after every response, once the completer is done with it.
         qp.requester.run();
     }
 
@@ -254,71 +260,159 @@ final class Completer {
         return true;
     }
 
-    private void process(Packet p) {
-        for (;;) {
-            int w = outstanding();
-            if (w == SendQueue.NONE) {
-                int r = rewound();
-                if (r != SendQueue.NONE && (p.opcode & 0x1F) == Opcodes.ACKNOWLEDGE
-                        && (p.syndrome & Aeth.TYPE_MASK) == Aeth.TYPE_ACK && Psn.compare(p.psn, psn) >= 0) {
-                    // An ACK for a SEND/WRITE that go-back-N rewound: the responder holds what it acknowledges.
-                    if (Psn.compare(p.psn, sq.lastPsn(r)) >= 0) {
-                        complete(r);
-                        continue;
-                    }
-                    psn = Psn.add(p.psn, 1);
-                    progress(); // and the resend skips what is acknowledged
-                }
-                return; // nothing outstanding: a stray or duplicate response
-            }
-            boolean readOrAtomic = sq.opcode(w).isReadOrAtomic();
-            // rxe check_psn
-            int diff = Psn.compare(p.psn, sq.lastPsn(w));
-            if (diff > 0) {
-                if (readOrAtomic) {
-                    if (sq.state(w) == SendQueue.PENDING) {
-                        // A response beyond a read/atomic means its own response was lost.
-                        retry(Cause.IMPLIED_NAK);
-                    }
-                    return;
-                }
-                // A coalesced ACK covers this SEND/WRITE: complete it and look at the next. rxe completes
-                // only a PENDING WQE here (check_psn); one that a resend is sending again is complete as
-                // well: the responder has all of it (it held what followed a gap), and the resend waits
-                // for this answer before it goes on (Requester.RESEND_BUDGET).
-                complete(w);
-                continue;
-            }
-            diff = Psn.compare(p.psn, psn);
-            if (diff < 0) {
-                if (p.psn != sq.lastPsn(w) || !p.is(Opcodes.M_END)) {
-                    return; // duplicate response
-                }
-            } else if (diff > 0 && readOrAtomic) {
-                // A response past comp.psn inside a READ: the ones between were lost (a responder sends a
-                // READ's responses in order). rxe check_psn drops it and leaves the loss to the retransmit
-                // timer; we drop it too and ask again for the rest of the READ at once, as an implied NAK
-                // (one per episode, like the one beyond a read: docs/roce.md, "Loss recovery").
-                retry(Cause.IMPLIED_NAK);
-                return;
-            }
-            checkAck(p, w);
-            return;
-        }
+    /** The retransmit timer expired with work outstanding (SoftQp.onTimers, rxe retransmit_timer). */
+    void timeout() {
+        run(null);
+        qp.requester.run();
     }
 
-    private void checkAck(Packet p, int w) {
-        int op = p.opcode & 0x1F;
-        switch (op) {
+    // ------------------------------------------------------------------ the state machine (rxe_completer)
+
+    /**
+     * rxe_completer's loop: from {@link CompState#GET_ACK}, each step returns the next state, and null where rxe
+     * leaves the loop from inside a state ({@code goto done} or {@code goto exit}); {@link CompState#DONE} leaves
+     * it too. The QP's {@link StateTrace}, if any, hears of each state entered.
+     *
+     * <p>rxe's completer is a task that dequeues the responses queued for it and runs again until it finds none;
+     * here it runs once per response ({@link #onResponse}) and once per retransmit-timer expiry ({@link #timeout},
+     * with no response). The timers are run by the timer agent (SoftQp.onTimers), which also does what rxe's EXIT
+     * state does with the timer: it pushes the timer down the road when responses arrived since it was armed.
+     *
+     * @param p the response, or null for a retransmit timeout
+     */
+    private void run(Packet p) {
+        StateTrace t = qp.trace; // one plain field read per run; null unless traced
+        int tracePsn = p == null ? -1 : p.psn;
+        CompState state = CompState.GET_ACK;
+        do {
+            if (t != null) {
+                t.enter(qp, "comp", state, tracePsn);
+            }
+            state = switch (state) {
+                case GET_ACK -> getAck(p);
+                case GET_WQE -> getWqe(p);
+                case CHECK_PSN -> checkPsn(p);
+                case CHECK_ACK -> checkAck(p);
+                case READ -> read(p);
+                case ATOMIC -> atomic(p);
+                case WRITE_SEND -> writeSend(p);
+                case UPDATE_COMP -> updateComp(p);
+                case COMP_ACK -> completeAck();
+                case COMP_WQE -> completeWqe();
+                case ERROR_RETRY -> errorRetry();
+                case RNR_RETRY -> rnrRetry(p);
+                case ERROR -> error();
+                case EXIT -> exit();
+                case DONE -> null;
+            };
+        } while (state != null);
+    }
+
+    /** GET_ACK: rxe dequeues the next response and clears comp.timeout_retry. */
+    private CompState getAck(Packet p) {
+        if (p != null) {
+            // rxe behaviour (rxe_completer): every response packet that reaches the completer clears
+            // comp.timeout_retry and the completer re-arms the retransmit timer on its way out, whether the
+            // packet made progress or was a duplicate. So a peer that is still answering (for instance
+            // replaying a long READ response because a request was resent) postpones the retry. Retrying
+            // anyway makes rxe restart that READ response from the top each time: with 8 MiB reads under
+            // a slow link the retries outran the replies and the READ never completed.
+            qp.progressMade();
+            if (peer != Responder.DROPS && lossWindow.sampling()) {
+                // Before the response is processed: a go-back-N it starts ends the sample in progress (Karn), and
+                // the response itself still times it. A NAK acknowledges what precedes its PSN, anything else its
+                // PSN too.
+                boolean nak = (p.opcode & 0x1F) == Opcodes.ACKNOWLEDGE && (p.syndrome & Aeth.TYPE_MASK) != Aeth.TYPE_ACK;
+                lossWindow.sample(nak ? p.psn : Psn.add(p.psn, 1), qp.fabric.clock.nanoTime());
+            }
+        }
+        return CompState.GET_WQE;
+    }
+
+    /**
+     * GET_WQE (rxe get_wqe): the oldest WQE the requester has started. Without a response, EXIT, as rxe. rxe's
+     * DONE and ERROR WQE states are not reached: ours completes a WQE when it completes it, and a requester
+     * error completes its WQE itself.
+     */
+    private CompState getWqe(Packet p) {
+        if (p == null) {
+            return CompState.EXIT;
+        }
+        int w = outstanding();
+        if (w == SendQueue.NONE) {
+            // Not in rxe, whose go-back-N keeps a resent WQE PENDING: an ACK for a SEND/WRITE that go-back-N
+            // rewound (RETRY or REWOUND). The responder holds what it acknowledges: complete the WQE if the ACK
+            // covers it (COMP_WQE, then the next), else move comp.psn (UPDATE_COMP) and the resend skips what is
+            // acknowledged.
+            int r = rewound();
+            if (r != SendQueue.NONE && (p.opcode & 0x1F) == Opcodes.ACKNOWLEDGE
+                    && (p.syndrome & Aeth.TYPE_MASK) == Aeth.TYPE_ACK && Psn.compare(p.psn, psn) >= 0) {
+                wqe = r;
+                if (Psn.compare(p.psn, sq.lastPsn(r)) >= 0) {
+                    return CompState.COMP_WQE;
+                }
+                ends = false;
+                return CompState.UPDATE_COMP;
+            }
+            return CompState.DONE; // nothing outstanding: a stray or duplicate response
+        }
+        wqe = w;
+        return CompState.CHECK_PSN;
+    }
+
+    /** CHECK_PSN (rxe check_psn), with the differences noted where they are. */
+    private CompState checkPsn(Packet p) {
+        int w = wqe;
+        boolean readOrAtomic = sq.opcode(w).isReadOrAtomic();
+        int diff = Psn.compare(p.psn, sq.lastPsn(w));
+        if (diff > 0) {
+            if (readOrAtomic) {
+                if (sq.state(w) == SendQueue.PENDING) {
+                    // A response beyond a read/atomic means its own response was lost.
+                    cause = Cause.IMPLIED_NAK;
+                    return CompState.ERROR_RETRY;
+                }
+                return CompState.DONE;
+            }
+            // A coalesced ACK covers this SEND/WRITE: complete it and look at the next. rxe completes
+            // only a PENDING WQE here (check_psn); one that a resend is sending again is complete as
+            // well: the responder has all of it (it held what followed a gap), and the resend waits
+            // for this answer before it goes on (Requester.RESEND_BUDGET).
+            return CompState.COMP_WQE;
+        }
+        diff = Psn.compare(p.psn, psn);
+        if (diff < 0) {
+            if (p.psn != sq.lastPsn(w) || !p.is(Opcodes.M_END)) {
+                return CompState.DONE; // duplicate response
+            }
+            // A retried response that ends the WQE: rxe goes to COMP_ACK; we check it first (CHECK_ACK), so that
+            // an ACK cannot complete a READ and a NAK is not taken for an ACK.
+        } else if (diff > 0 && readOrAtomic) {
+            // A response past comp.psn inside a READ: the ones between were lost (a responder sends a
+            // READ's responses in order). rxe check_psn drops it (DONE) and leaves the loss to the retransmit
+            // timer; we drop it too and ask again for the rest of the READ at once, as an implied NAK
+            // (one per episode, like the one beyond a read: docs/roce.md, "Loss recovery").
+            cause = Cause.IMPLIED_NAK;
+            return CompState.ERROR_RETRY;
+        }
+        return CompState.CHECK_ACK;
+    }
+
+    /**
+     * CHECK_ACK (rxe check_ack): the response's opcode against the WQE and comp's sequence, and its syndrome. rxe
+     * fails a READ response or atomic acknowledge whose AETH is not an ACK (ERROR); we take its NAK as a NAK, as
+     * for an ACKNOWLEDGE. An IBA Bad Response is BAD_RESP_ERR here (rxe: the WQE's status as it was).
+     */
+    private CompState checkAck(Packet p) {
+        int w = wqe;
+        return switch (p.opcode & 0x1F) {
             case Opcodes.READ_RESPONSE_FIRST, Opcodes.READ_RESPONSE_MIDDLE, Opcodes.READ_RESPONSE_LAST,
                  Opcodes.READ_RESPONSE_ONLY -> {
                 if (sq.opcode(w) != WrOpcode.RDMA_READ) {
-                    error(w, WcStatus.BAD_RESP_ERR);
-                    return;
+                    yield fail(WcStatus.BAD_RESP_ERR);
                 }
                 if (p.is(Opcodes.M_AETH) && (p.syndrome & Aeth.TYPE_MASK) != Aeth.TYPE_ACK) {
-                    nak(p, w);
-                    return;
+                    yield nak(p);
                 }
                 // rxe check_ack opcode sequence: a READ starts with FIRST or ONLY; once data has arrived
                 // only MIDDLE or LAST may follow (a retried READ asks for the rest at the next PSN, and
@@ -327,105 +421,282 @@ final class Completer {
                 // response opcode a Bad Response error.
                 boolean start = p.is(Opcodes.M_START);
                 if (sq.received(w) == 0 ? !start : start && p.psn != sq.firstPsn(w)) {
-                    error(w, WcStatus.BAD_RESP_ERR);
-                    return;
+                    yield fail(WcStatus.BAD_RESP_ERR);
                 }
-                if (start) {
-                    sq.setReceived(w, 0);
-                }
-                long room = sq.length(w) - sq.received(w);
-                if (p.payloadLen > room) {
-                    error(w, WcStatus.BAD_RESP_ERR);
-                    return;
-                }
-                try {
-                    if (p.payloadLen > 0) {
-                        Sgl.transfer(p.payload, p.payloadOff, sq.sgl(w), sq.received(w), p.payloadLen);
-                    }
-                } catch (IllegalStateException | IndexOutOfBoundsException e) {
-                    error(w, WcStatus.LOC_PROT_ERR); // rxe do_read: copy failure
-                    return;
-                }
-                sq.setReceived(w, sq.received(w) + p.payloadLen);
-                psn = Psn.add(p.psn, 1);
-                progress();
-                if (p.is(Opcodes.M_END)) {
-                    complete(w);
-                }
+                yield CompState.READ;
             }
             case Opcodes.ATOMIC_ACKNOWLEDGE -> {
                 if (!sq.opcode(w).isAtomic()) {
-                    error(w, WcStatus.BAD_RESP_ERR);
-                    return;
+                    yield fail(WcStatus.BAD_RESP_ERR);
                 }
                 if ((p.syndrome & Aeth.TYPE_MASK) != Aeth.TYPE_ACK) {
-                    nak(p, w);
-                    return;
+                    yield nak(p);
                 }
-                try {
-                    // The original value, in host order, into the first 8 bytes of the local SGEs, which may
-                    // be longer or split (rxe do_atomic: copy_data of 8 bytes).
-                    orig.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, p.origValue);
-                    Sgl.transfer(origSgl, 0, sq.sgl(w), 0, 8);
-                } catch (IllegalStateException | IndexOutOfBoundsException e) {
-                    error(w, WcStatus.LOC_PROT_ERR);
-                    return;
-                }
-                psn = Psn.add(p.psn, 1);
-                progress();
-                complete(w);
+                yield CompState.ATOMIC;
             }
             case Opcodes.ACKNOWLEDGE -> {
                 if ((p.syndrome & Aeth.TYPE_MASK) != Aeth.TYPE_ACK) {
-                    nak(p, w);
-                    return;
+                    yield nak(p);
                 }
-                if (sq.opcode(w).isReadOrAtomic()) {
-                    return; // an ACK cannot complete a read or atomic
-                }
-                psn = Psn.add(p.psn, 1);
-                progress();
-                if (p.psn == sq.lastPsn(w)) {
-                    // The responder has executed the whole message. rxe completes only a PENDING WQE
-                    // here; a WQE that go-back-N is sending again is complete as well (else a later
-                    // retry would resume it past its last PSN).
-                    complete(w);
-                }
+                // An ACK cannot complete a read or atomic: rxe goes to WRITE_SEND for any WQE, we are DONE.
+                yield sq.opcode(w).isReadOrAtomic() ? CompState.DONE : CompState.WRITE_SEND;
             }
-            default -> qp.count(SoftCounter.DROP_MALFORMED);
-        }
+            default -> {
+                qp.count(SoftCounter.DROP_MALFORMED);
+                yield CompState.DONE;
+            }
+        };
     }
 
-    private void nak(Packet p, int w) {
+    /** The NAK part of CHECK_ACK (rxe check_ack, IB_OPCODE_RC_ACKNOWLEDGE): RNR_RETRY, ERROR_RETRY or ERROR. */
+    private CompState nak(Packet p) {
         int syn = p.syndrome;
-        switch (syn & Aeth.TYPE_MASK) {
+        return switch (syn & Aeth.TYPE_MASK) {
             case Aeth.TYPE_RNR_NAK -> {
                 qp.count(SoftCounter.RCV_RNR_ERR);
-                if (rnrRetry > 0) {
-                    // rxe: rnr_retry 7 means retry forever (IBA 9.7.5.2.8).
-                    if (rnrRetry != 7) {
-                        rnrRetry--;
-                    }
-                    psn = p.psn;
-                    SoftEvents.rnrNak(qp, p.psn, Aeth.rnrDelayNs(syn), rnrRetry);
-                    resendFromNak = false; // a responder that is not ready holds nothing
-                    goBackN();
-                    qp.armRnr(Aeth.rnrDelayNs(syn));
-                } else {
-                    qp.count(SoftCounter.RNR_RETRY_EXCEEDED_ERR);
-                    error(w, WcStatus.RNR_RETRY_EXC_ERR);
-                }
+                yield CompState.RNR_RETRY;
             }
-            case Aeth.TYPE_NAK -> {
-                switch (syn) {
-                    case Aeth.NAK_PSN_SEQ_ERROR -> sequenceNak(p.psn, w);
-                    case Aeth.NAK_INVALID_REQ -> error(w, WcStatus.REM_INV_REQ_ERR);
-                    case Aeth.NAK_REM_ACC_ERR -> error(w, WcStatus.REM_ACCESS_ERR);
-                    default -> error(w, WcStatus.REM_OP_ERR); // rxe maps REM_OP_ERR and unknown codes here
-                }
+            case Aeth.TYPE_NAK -> switch (syn) {
+                case Aeth.NAK_PSN_SEQ_ERROR -> sequenceNak(p.psn);
+                case Aeth.NAK_INVALID_REQ -> fail(WcStatus.REM_INV_REQ_ERR);
+                case Aeth.NAK_REM_ACC_ERR -> fail(WcStatus.REM_ACCESS_ERR);
+                default -> fail(WcStatus.REM_OP_ERR); // rxe maps REM_OP_ERR and unknown codes here
+            };
+            default -> {
+                qp.count(SoftCounter.DROP_MALFORMED); // rxe: ERROR
+                yield CompState.DONE;
             }
-            default -> qp.count(SoftCounter.DROP_MALFORMED);
+        };
+    }
+
+    /**
+     * A PSN sequence-error NAK for the WQE. The NAK acknowledges everything before its PSN (IBA 9.7.5.1.2;
+     * rxe check_ack sets comp.psn and counts rcvd_seq_err only then). Earlier WQEs were completed by
+     * COMP_WQE; the NAK's PSN lies in this one, and go-back-N resumes it there. Whether the NAK starts a resend
+     * is ERROR_RETRY's to decide ({@link #sequenceNakRetries}).
+     */
+    private CompState sequenceNak(int nakPsn) {
+        this.nakPsn = nakPsn;
+        nakMoved = false;
+        if (Psn.compare(nakPsn, psn) > 0 && !sq.opcode(wqe).isReadOrAtomic()) {
+            qp.count(SoftCounter.RCV_SEQ_ERR);
+            psn = nakPsn;
+            nakMoved = true;
         }
+        cause = Cause.SEQ_NAK;
+        return CompState.ERROR_RETRY;
+    }
+
+    /** READ (rxe do_read): the response's payload into the WQE's SGEs. */
+    private CompState read(Packet p) {
+        int w = wqe;
+        if (p.is(Opcodes.M_START)) {
+            sq.setReceived(w, 0);
+        }
+        long room = sq.length(w) - sq.received(w);
+        if (p.payloadLen > room) {
+            return fail(WcStatus.BAD_RESP_ERR);
+        }
+        try {
+            if (p.payloadLen > 0) {
+                Sgl.transfer(p.payload, p.payloadOff, sq.sgl(w), sq.received(w), p.payloadLen);
+            }
+        } catch (IllegalStateException | IndexOutOfBoundsException e) {
+            return fail(WcStatus.LOC_PROT_ERR); // rxe do_read: copy failure
+        }
+        sq.setReceived(w, sq.received(w) + p.payloadLen);
+        // rxe: COMP_ACK when the READ's last response is in, else UPDATE_COMP; here UPDATE_COMP first, see there.
+        ends = p.is(Opcodes.M_END);
+        return CompState.UPDATE_COMP;
+    }
+
+    /** ATOMIC (rxe do_atomic): the original value into the WQE's SGEs. */
+    private CompState atomic(Packet p) {
+        try {
+            // The original value, in host order, into the first 8 bytes of the local SGEs, which may
+            // be longer or split (rxe do_atomic: copy_data of 8 bytes).
+            orig.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, p.origValue);
+            Sgl.transfer(origSgl, 0, sq.sgl(wqe), 0, 8);
+        } catch (IllegalStateException | IndexOutOfBoundsException e) {
+            return fail(WcStatus.LOC_PROT_ERR);
+        }
+        ends = true; // rxe: COMP_ACK; here UPDATE_COMP first, see there
+        return CompState.UPDATE_COMP;
+    }
+
+    /**
+     * WRITE_SEND: the ACK ends the WQE if it acknowledges its last PSN: the responder has executed the whole
+     * message. rxe completes only a PENDING WQE here; a WQE that go-back-N is sending again is complete as well
+     * (else a later retry would resume it past its last PSN).
+     */
+    private CompState writeSend(Packet p) {
+        ends = p.psn == sq.lastPsn(wqe);
+        return CompState.UPDATE_COMP;
+    }
+
+    /**
+     * UPDATE_COMP: comp.psn past the response, the retry budget whole again ({@link #progress}); then COMP_ACK if
+     * the response ends its WQE, else DONE. rxe's order is the other way round (READ, ATOMIC or WRITE_SEND go to
+     * COMP_ACK, which goes on to UPDATE_COMP): ours keeps the order its effects always had, since progress() may
+     * rewind the requester before the WQE completes and complete() may move the requester after it.
+     */
+    private CompState updateComp(Packet p) {
+        psn = Psn.add(p.psn, 1);
+        progress();
+        return ends ? CompState.COMP_ACK : CompState.DONE;
+    }
+
+    /** COMP_ACK (rxe complete_ack): the WQE the response ends; comp.psn is already past it, so DONE. */
+    private CompState completeAck() {
+        complete(wqe);
+        return CompState.DONE;
+    }
+
+    /** COMP_WQE (rxe complete_wqe): a WQE that a later PSN acknowledged; then the next (GET_WQE). */
+    private CompState completeWqe() {
+        complete(wqe);
+        return CompState.GET_WQE;
+    }
+
+    /**
+     * EXIT: entered without a response only, that is from the retransmit timer (rdma4j runs the completer for
+     * nothing else): rxe's comp.timeout_retry is set and a WQE is there, so ERROR_RETRY. rxe's re-arming of the
+     * timer here is the timer agent's (see {@link #run}).
+     */
+    private CompState exit() {
+        cause = Cause.TIMEOUT;
+        return CompState.ERROR_RETRY;
+    }
+
+    /**
+     * ERROR_RETRY (rxe COMPST_ERROR_RETRY): count a retry (7 = forever, as rxe does) and start a resend from
+     * comp.psn, or fail the WQE (ERROR). rxe's comp.started_retry ignores every NAK and implied NAK while a retry
+     * is under way; ours ignores implied NAKs so, and decides for sequence NAKs by the rules of docs/roce.md,
+     * "Loss recovery" ({@link #sequenceNakRetries}). rxe tells the requester to retry (req.need_retry); ours
+     * rewinds it here (go-back-N) and it sends when the completer is done.
+     */
+    private CompState errorRetry() {
+        if (cause == Cause.SEQ_NAK && !sequenceNakRetries()) {
+            return null; // rxe: goto done
+        }
+        int w = outstanding();
+        if (w == SendQueue.NONE) {
+            return null; // rxe: nothing to retry, goto exit
+        }
+        // rxe behaviour (rxe_completer, comp.started_retry): once a retry has started, implied NAKs start
+        // no other until progress or a timeout. With many reads outstanding, every response of a later
+        // read is an implied NAK of the one with a gap; retrying on each re-sent all the reads again and
+        // rxe replayed every one of them, so 50 outstanding 64 KiB reads under 2% loss never completed.
+        // (Sequence NAKs get this far only when sequenceNakRetries decided that they start a resend.)
+        if (recovery == Recovery.RESENDING && cause == Cause.IMPLIED_NAK) {
+            return null; // rxe: goto done
+        }
+        if (retryCnt > 0) {
+            // rxe treats retry_cnt 7 as infinite too, although IBA gives that meaning to rnr_retry only.
+            if (retryCnt != 7) {
+                retryCnt--;
+            }
+            qp.count(SoftCounter.COMPLETER_RETRY_ERR);
+            qp.count(cause == Cause.TIMEOUT ? SoftCounter.RETRY_TIMEOUTS : SoftCounter.RETRY_NAKS);
+            SoftEvents.retransmit(qp, psn, cause.name(), retryCnt);
+            recovery = Recovery.RESENDING;
+            resendFrom = psn;
+            resendFromNak = (cause == Cause.SEQ_NAK || cause == Cause.REPEATED_NAK) && psn == nakPsn;
+            if (peer == Responder.DROPS) {
+                lossWindow.retry(cause == Cause.TIMEOUT, Psn.compare(qp.requester.highWater, psn),
+                        qp.fabric.clock.nanoTime());
+            } else if (timesRoundTrips()) {
+                lossWindow.resendStarted(qp.fabric.clock.nanoTime()); // for a repeated NAK that comes too early
+            }
+            goBackN();
+            qp.retransDeadline = 0;
+            qp.armRetransmit();
+            return null; // rxe: goto done
+        }
+        qp.count(SoftCounter.RETRY_EXCEEDED_ERR);
+        wqe = w;
+        return fail(WcStatus.RETRY_EXC_ERR);
+    }
+
+    /**
+     * Whether a sequence NAK starts a resend (docs/roce.md, "Loss recovery"): with no resend under way it does,
+     * as in rxe. During a resend, rxe ignores every NAK until a response makes progress or the timer fires, so a
+     * second loss inside one resend of a long message waited for the retransmit timer. Here a NAK whose PSN is
+     * past the resend's start shows that the resend got that far and was lost again: that is progress (the retry
+     * budget is reset, as any progress resets it) and the next resend starts at once. A NAK at the resend's start
+     * is the responder's answer to an AckReq packet of the resend itself ({@link Responder} repeats its NAK only
+     * for those): the resend's first packet was lost too, so the next resend starts at once, and counts as a
+     * retry without progress (cause REPEATED_NAK).
+     */
+    private boolean sequenceNakRetries() {
+        if (peer == Responder.DROPS && lossWindow.beforeRewind(qp.fabric.clock.nanoTime())) {
+            // A NAK that left the responder before the go-back-N under way reached it (less than a round trip
+            // since it began): about a packet that go-back-N sends again anyway, or has already (a reordered
+            // packet rxe dropped, or a second loss among what it threw away). Restarting from here would send
+            // again what is on its way (rxe acknowledges each such duplicate). It still acknowledges what came
+            // before it; a resend behind its PSN skips ahead.
+            qp.count(SoftCounter.SEQ_NAKS_COVERED);
+            if (nakMoved) {
+                progress();
+            }
+            return false;
+        }
+        if (recovery == Recovery.RESENDING) {
+            if (Psn.compare(psn, resendFrom) > 0) {
+                resetRetryCounters();
+            } else if (lossWindow.beforeRewind(qp.fabric.clock.nanoTime())) {
+                // The NAK at the resend's own start, but less than a round trip after the resend began: it left the
+                // responder before the resend's packets reached it, so it cannot say that the resend lost its first
+                // packet. It is a copy the network duplicated, or the responder's answer to an earlier pass or to a
+                // reordered or duplicated packet sent before the rewind. Restarting the resend for it, and counting
+                // a retry without progress each time, exhausted retry_cnt 6 within one round trip on a path that
+                // had lost nothing for good (ib_write_bw between two processes under netem's loss, duplicate and
+                // delay 1ms reorder 5 %; SoftNetemReorderTest.aStreamOfWritesUnderAllFour...). The resend goes on;
+                // if its first packet was lost, the repeat for its own AckReq packet comes after the round trip, or
+                // the timer. (Against a responder that drops, the rule above already ignored this NAK.)
+                qp.count(SoftCounter.SEQ_NAKS_EARLY);
+                return false;
+            } else {
+                cause = Cause.REPEATED_NAK;
+            }
+        }
+        return true;
+    }
+
+    /**
+     * RNR_RETRY (rxe COMPST_RNR_RETRY): count an RNR retry (7 = forever, IBA 9.7.5.2.8) and wait the delay the
+     * NAK asks for, or fail the WQE (ERROR). rxe sets req.need_retry and the RNR timer, and the requester goes
+     * back when it fires; ours rewinds the requester at once (go-back-N from the NAK's PSN) and the timer
+     * (SoftQp.onTimers) sends again.
+     */
+    private CompState rnrRetry(Packet p) {
+        int syn = p.syndrome;
+        if (rnrRetry > 0) {
+            if (rnrRetry != 7) {
+                rnrRetry--;
+            }
+            psn = p.psn;
+            SoftEvents.rnrNak(qp, p.psn, Aeth.rnrDelayNs(syn), rnrRetry);
+            resendFromNak = false; // a responder that is not ready holds nothing
+            goBackN();
+            qp.armRnr(Aeth.rnrDelayNs(syn));
+            return null; // rxe: goto exit
+        }
+        qp.count(SoftCounter.RNR_RETRY_EXCEEDED_ERR);
+        return fail(WcStatus.RNR_RETRY_EXC_ERR);
+    }
+
+    /** {@return ERROR, with the status it completes the WQE with} */
+    private CompState fail(WcStatus s) {
+        status = s;
+        return CompState.ERROR;
+    }
+
+    /** ERROR (rxe COMPST_ERROR): complete the WQE with its error status and move the QP to ERR. */
+    private CompState error() {
+        qp.completeSend(wqe, status);
+        qp.moveToError();
+        return null; // rxe: goto exit
     }
 
     private void progress() {
@@ -452,117 +723,6 @@ final class Completer {
         // which keeps clock reads and timer wake-ups off the per-message path.
         qp.progressMade();
         qp.maybeSqDrained();
-    }
-
-    private void error(int w, WcStatus status) {
-        qp.completeSend(w, status);
-        qp.moveToError();
-    }
-
-    /**
-     * A PSN sequence-error NAK for w. The NAK acknowledges everything before its PSN (IBA 9.7.5.1.2;
-     * rxe check_ack sets comp.psn and counts rcvd_seq_err only then). Earlier WQEs were completed by
-     * process(); the NAK's PSN lies in w, and go-back-N resumes w there.
-     *
-     * <p>The recovery rule (docs/roce.md, "Loss recovery"): with no resend under way the NAK starts one,
-     * as in rxe. During a resend, rxe ignores every NAK until a response makes progress or the timer
-     * fires, so a second loss inside one resend of a long message waited for the retransmit timer. Here
-     * a NAK whose PSN is past the resend's start shows that the resend got that far and was lost again:
-     * that is progress (the retry budget is reset, as any progress resets it) and the next resend starts
-     * at once. A NAK at the resend's start is the responder's answer to an AckReq packet of the resend
-     * itself ({@link Responder} repeats its NAK only for those): the resend's first packet was lost too,
-     * so the next resend starts at once, and counts as a retry without progress.
-     */
-    private void sequenceNak(int nakPsn, int w) {
-        this.nakPsn = nakPsn;
-        boolean moved = false;
-        if (Psn.compare(nakPsn, psn) > 0 && !sq.opcode(w).isReadOrAtomic()) {
-            qp.count(SoftCounter.RCV_SEQ_ERR);
-            psn = nakPsn;
-            moved = true;
-        }
-        if (peer == Responder.DROPS && lossWindow.beforeRewind(qp.fabric.clock.nanoTime())) {
-            // A NAK that left the responder before the go-back-N under way reached it (less than a round trip
-            // since it began): about a packet that go-back-N sends again anyway, or has already (a reordered
-            // packet rxe dropped, or a second loss among what it threw away). Restarting from here would send
-            // again what is on its way (rxe acknowledges each such duplicate). It still acknowledges what came
-            // before it; a resend behind its PSN skips ahead.
-            qp.count(SoftCounter.SEQ_NAKS_COVERED);
-            if (moved) {
-                progress();
-            }
-            return;
-        }
-        if (recovery == Recovery.RESENDING) {
-            if (Psn.compare(psn, resendFrom) > 0) {
-                resetRetryCounters();
-            } else if (lossWindow.beforeRewind(qp.fabric.clock.nanoTime())) {
-                // The NAK at the resend's own start, but less than a round trip after the resend began: it left the
-                // responder before the resend's packets reached it, so it cannot say that the resend lost its first
-                // packet. It is a copy the network duplicated, or the responder's answer to an earlier pass or to a
-                // reordered or duplicated packet sent before the rewind. Restarting the resend for it, and counting
-                // a retry without progress each time, exhausted retry_cnt 6 within one round trip on a path that
-                // had lost nothing for good (ib_write_bw between two processes under netem's loss, duplicate and
-                // delay 1ms reorder 5 %; SoftNetemReorderTest.aStreamOfWritesUnderAllFour...). The resend goes on;
-                // if its first packet was lost, the repeat for its own AckReq packet comes after the round trip, or
-                // the timer. (Against a responder that drops, the rule above already ignored this NAK.)
-                qp.count(SoftCounter.SEQ_NAKS_EARLY);
-                return;
-            } else {
-                retry(Cause.REPEATED_NAK);
-                return;
-            }
-        }
-        retry(Cause.SEQ_NAK);
-    }
-
-    /** The retransmit timer expired with work outstanding. */
-    void timeout() {
-        retry(Cause.TIMEOUT);
-        qp.requester.run();
-    }
-
-    /**
-     * rxe COMPST_ERROR_RETRY: count a retry (7 = forever, as rxe does) or fail the WQE, and start a
-     * resend from comp.psn.
-     */
-    private void retry(Cause cause) {
-        int w = outstanding();
-        if (w == SendQueue.NONE) {
-            return;
-        }
-        // rxe behaviour (rxe_completer, comp.started_retry): once a retry has started, implied NAKs start
-        // no other until progress or a timeout. With many reads outstanding, every response of a later
-        // read is an implied NAK of the one with a gap; retrying on each re-sent all the reads again and
-        // rxe replayed every one of them, so 50 outstanding 64 KiB reads under 2% loss never completed.
-        // (Sequence NAKs reach this point only when sequenceNak decided that they start a resend.)
-        if (recovery == Recovery.RESENDING && cause == Cause.IMPLIED_NAK) {
-            return;
-        }
-        if (retryCnt > 0) {
-            // rxe treats retry_cnt 7 as infinite too, although IBA gives that meaning to rnr_retry only.
-            if (retryCnt != 7) {
-                retryCnt--;
-            }
-            qp.count(SoftCounter.COMPLETER_RETRY_ERR);
-            qp.count(cause == Cause.TIMEOUT ? SoftCounter.RETRY_TIMEOUTS : SoftCounter.RETRY_NAKS);
-            SoftEvents.retransmit(qp, psn, cause.name(), retryCnt);
-            recovery = Recovery.RESENDING;
-            resendFrom = psn;
-            resendFromNak = (cause == Cause.SEQ_NAK || cause == Cause.REPEATED_NAK) && psn == nakPsn;
-            if (peer == Responder.DROPS) {
-                lossWindow.retry(cause == Cause.TIMEOUT, Psn.compare(qp.requester.highWater, psn),
-                        qp.fabric.clock.nanoTime());
-            } else if (timesRoundTrips()) {
-                lossWindow.resendStarted(qp.fabric.clock.nanoTime()); // for a repeated NAK that comes too early
-            }
-            goBackN();
-            qp.retransDeadline = 0;
-            qp.armRetransmit();
-        } else {
-            qp.count(SoftCounter.RETRY_EXCEEDED_ERR);
-            error(w, WcStatus.RETRY_EXC_ERR);
-        }
     }
 
     /**

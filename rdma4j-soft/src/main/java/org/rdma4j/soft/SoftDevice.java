@@ -696,7 +696,7 @@ public final class SoftDevice implements Device, GsiAccess {
             dispatch(p);
         } catch (Throwable t) {
             // no engine thread dies of one packet: the QP it was for goes to ERR, the thread carries on
-            // (a QP's own work catches its failures in SoftQp.process: this is the dispatch itself, which owns no
+            // (a QP's own work catches its failures in OwnerWork.process: this is the dispatch itself, which owns no
             // QP, so no QP is touched)
             EngineErrors.receiveFailed(this, null, p, t);
         }

@@ -283,7 +283,7 @@ public final class SoftFabric implements AutoCloseable {
             while (q != null) {
                 SoftQp next = q.ackNext;
                 q.ackNext = null;
-                q.flushDeferredAck();
+                AckFlush.flushDeferredAck(q);
                 q = next;
             }
         } finally {

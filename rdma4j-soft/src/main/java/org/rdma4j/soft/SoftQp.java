@@ -4,15 +4,11 @@ package org.rdma4j.soft;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
-import org.rdma4j.common.Psn;
 import org.rdma4j.verbs.AhAttributes;
-import org.rdma4j.verbs.AsyncEvent;
-import org.rdma4j.verbs.AsyncEventType;
 import org.rdma4j.verbs.Errno;
 import org.rdma4j.verbs.Gid;
 import org.rdma4j.verbs.Mtu;
 import org.rdma4j.verbs.ProtectionDomain;
-import org.rdma4j.verbs.QpAttrMask;
 import org.rdma4j.verbs.QpAttributes;
 import org.rdma4j.verbs.QpCapabilities;
 import org.rdma4j.verbs.QpInitAttributes;
@@ -24,7 +20,6 @@ import org.rdma4j.verbs.ScatterGatherEntry;
 import org.rdma4j.verbs.SendFlags;
 import org.rdma4j.verbs.SendWorkRequest;
 import org.rdma4j.verbs.VerbsException;
-import org.rdma4j.verbs.WcOpcode;
 import org.rdma4j.verbs.WcStatus;
 import org.rdma4j.verbs.WrOpcode;
 
@@ -32,6 +27,13 @@ import org.rdma4j.verbs.WrOpcode;
  * A queue pair of the software device: attributes, the state machine, the send queue and the
  * receive queue. The protocol work is done by its {@link Requester}, {@link Responder} and
  * {@link Completer} on the QP's own {@link QpExecutor} (docs/engine.md). Thread-safe.
+ *
+ * <p>This class holds the QP's identity, attributes and queues, and the verbs entry points; its other roles
+ * are static methods taking the QP, each class named for the thread that runs it: {@link QpDelivery} (the
+ * delivering thread), {@link OwnerWork} (the owner's duty cycle and burst end), {@link AckFlush} (when the
+ * coalesced ACKs leave), {@link QpStateChanges} (RESET, ERR and its flushes; owner), {@link QpTimers} (the
+ * owner arms, the timer service reads), {@link QpModify} (modify and query, under the executor) and
+ * {@link PostChecks} (a send post's refusals and inline copy, under the executor).
  */
 final class SoftQp extends SoftResource implements QueuePair {
     /**
@@ -59,7 +61,7 @@ final class SoftQp extends SoftResource implements QueuePair {
     // Attributes (written by the owner after creation; state is volatile for posting and polling).
     volatile QpState state = QpState.RESET;
     /** modify() is moving the QP to ERR (engine lock): moveToError reports the change as the modify's. */
-    private boolean modifyingToError;
+    boolean modifyingToError;
     int qkey;
     int pkeyIndex;
     int port = 1;
@@ -188,12 +190,12 @@ final class SoftQp extends SoftResource implements QueuePair {
         this.exec = new QpExecutor(new QpExecutor.Work() {
             @Override
             public void dutyCycle() {
-                SoftQp.this.dutyCycle();
+                OwnerWork.dutyCycle(SoftQp.this);
             }
 
             @Override
             public void endOfBurst() {
-                SoftQp.this.endOfBurst();
+                OwnerWork.endOfBurst(SoftQp.this);
             }
 
             @Override
@@ -319,14 +321,6 @@ final class SoftQp extends SoftResource implements QueuePair {
         fabric.timers.watch(this);
     }
 
-    /**
-     * Whether a packet must wait in the inbox: a request while the responder still has a READ's responses to
-     * send (rxe get_req: RESPST_READ_REPLY comes before the next request). Owner only.
-     */
-    private boolean waits(Packet p) {
-        return p.is(Opcodes.M_REQ) && responder.replying() && !responder.foldsIntoReply(p);
-    }
-
     /** A paused burst goes on in the next duty cycle, whatever its gap (owner only). */
     void resumeBurstNow() {
         paceDeadline = 0;
@@ -337,148 +331,22 @@ final class SoftQp extends SoftResource implements QueuePair {
      * Whether this thread owns the executor on behalf of a sender's burst without running this QP's work: the
      * sender delivers its next packets here directly, with no lock operation per packet (owner only).
      */
-    private final OwnerState own = new OwnerState();
-
-    /** Cache-line padding before {@link OwnerState}'s fields (superclass fields are laid out first). */
-    @SuppressWarnings("unused")
-    private abstract static class OwnerStatePad {
-        long p0, p1, p2, p3, p4, p5, p6, p7;
-    }
-
-    /**
-     * The owner's per-packet bookkeeping, in an object of its own: every sender reads this QP's fields (its
-     * executor, inbox, CQs, addresses) on each delivery, and a field the owner writes per packet on one of
-     * those cache lines would move the line between the two cores every time (false sharing). Owner only.
-     */
-    private abstract static class OwnerStateFields extends OwnerStatePad {
-        /** The executor is owned on behalf of a sender's burst (see {@link SoftQp#deliver}). */
-        boolean heldForSender;
-        /** The peer whose executor this QP's owner keeps for the rest of its burst, or null. */
-        SoftQp keptPeer;
-        /** Whether {@link SoftQp#drainInbox} is running. */
-        boolean draining;
-        /** Whether this QP's END_OF_BURST ACK is listed on a thread's burst (owner, or that burst's thread). */
-        boolean burstAckListed;
-    }
-
-    /** Padding after the fields, so the next object allocated does not share their line. */
-    @SuppressWarnings("unused")
-    private static final class OwnerState extends OwnerStateFields {
-        long q0, q1, q2, q3, q4, q5, q6, q7;
-    }
+    final OwnerWork.OwnerState own = new OwnerWork.OwnerState();
 
     /**
      * A packet for this QP from a link (the dispatcher checked its transport and addresses): processed now on
      * this thread if the executor is free and nothing waits before it, else copied into the inbox for the
-     * owner (the payload's pieces, or its bytes when they do not outlive the call: {@link Packet#payloadStable}).
-     * Never waits, so a thread that owns another QP's executor may deliver.
+     * owner ({@link QpDelivery#deliver}). Never waits, so a thread that owns another QP's executor may deliver.
      *
      * @param p the packet, valid during the call
      */
     void deliver(Packet p) {
-        QpExecutor ex = exec;
-        if (p.sender != null && !ex.heldByCurrentThread() && handToPoller(p)) {
-            return;
-        }
-        if (ex.heldByCurrentThread()) {
-            if (own.heldForSender) {
-                // kept for the burst of the QP that is sending (below): its next packet goes in directly
-                own.heldForSender = false;
-                try {
-                    if (!inbox.isEmpty()) {
-                        drainInbox();
-                    }
-                    if (!inbox.isEmpty() || waits(p)) {
-                        handOff(p); // behind a READ reply still being sent, or what waits for it
-                        ex.markPending();
-                    } else {
-                        process(p);
-                    }
-                } finally {
-                    own.heldForSender = true;
-                }
-                return;
-            }
-            // this thread is inside this QP's work further up its stack: never re-enter it
-            handOff(p);
-            ex.markPending();
-            return;
-        }
-        if (ex.tryAcquire()) {
-            boolean keep = false;
-            try {
-                if (!inbox.isEmpty()) {
-                    drainInbox(); // what arrived first is processed first
-                }
-                if (!inbox.isEmpty() || waits(p)) {
-                    handOff(p); // behind a READ reply still being sent, or what waits for it
-                    ex.markPending();
-                    return;
-                }
-                process(p);
-                SoftQp s = p.sender;
-                // keep the executor for the rest of the sender's burst (its next packets, the coalesced ACK at
-                // its end): one lock operation per burst instead of per packet. The sender lets go of it at its
-                // own end of burst (releaseKeptPeer), before it lets go of its own executor.
-                if (s != null && s.own.keptPeer == null && s != this && s.exec.heldByCurrentThread()) {
-                    s.own.keptPeer = this;
-                    own.heldForSender = true;
-                    keep = true;
-                }
-            } finally {
-                if (!keep) {
-                    ex.release();
-                }
-            }
-            return;
-        }
-        handOff(p);
-        ex.schedule();
+        QpDelivery.deliver(this, p);
     }
 
-    /**
-     * Receiver-driven delivery (docs/engine.md): when a thread polls one of this QP's CQs, a packet from an
-     * in-process sender is left in the inbox for that poller, which runs this QP on its own thread, so each
-     * thread touches its own side's cache lines; the engine agent runs it if the poller stops first.
-     *
-     * @return whether the packet was handed over
-     */
-    private boolean handToPoller(Packet p) {
-        if (fabric.timers.manual()) {
-            // The fallback for a poller that stops before it takes the packet (an RDMA WRITE makes no completion,
-            // so an application may well stop polling) is the timer service's check, which on a manual clock runs
-            // only when the clock is advanced: a test that expects no timer would wait forever for a WRITE left in
-            // the inbox (SoftConcurrencyTest: 1199 of 1200 send completions). On a manual clock the sender runs it.
-            return false;
-        }
-        SoftCq cq = p.is(Opcodes.M_REQ) ? recvCq : sendCq;
-        SoftCq other = cq == recvCq ? sendCq : recvCq;
-        SoftCq active = cq.pollerActive(0) ? cq : other != cq && other.pollerActive(0) ? other : null;
-        if (active == null) {
-            return false;
-        }
-        boolean ok;
-        try {
-            ok = inbox.offer(p);
-        } catch (IllegalStateException | IndexOutOfBoundsException e) {
-            device.count(SoftCounter.DROP_HANDOFF_FULL);
-            return true;
-        }
-        if (!ok) {
-            return false; // full: the sender runs it (or queues it behind the owner) below
-        }
-        if (exec.isHeld()) {
-            // an owner runs it before it lets go. Only then: the pending flag is a volatile store, whose fence
-            // would wait here for the slot's lines to reach this core, and the poller finds the packet by
-            // itself (its empty poll looks at the inbox; the timer service's check covers a poller that stops)
-            exec.markPending();
-        }
-        if (!active.handedOver(this)) {
-            exec.schedule(); // the ready list is full: run it now
-            return true;
-        }
-        fabric.timers.handedOver(this);
-        return true;
+    /** Processes what the inbox holds (at most one ring's worth: {@link OwnerWork#drainInbox}). Owner only. */
+    void drainInbox() {
+        OwnerWork.drainInbox(this);
     }
 
     /** Whether the timer service watches this QP's handed-over packets (TimerService.handedOver). */
@@ -511,195 +379,6 @@ final class SoftQp extends SoftResource implements QueuePair {
         return exec.tryRun();
     }
 
-    /** Lets go of the peer executor kept for this QP's burst (owner only). */
-    private void releaseKeptPeer() {
-        SoftQp b = own.keptPeer;
-        if (b != null) {
-            own.keptPeer = null;
-            b.own.heldForSender = false;
-            b.exec.release(); // runs what waited for it, and its end of burst (the ACK)
-        }
-    }
-
-    private void handOff(Packet p) {
-        boolean ok;
-        try {
-            ok = inbox.offer(p);
-        } catch (IllegalStateException | IndexOutOfBoundsException e) {
-            device.count(SoftCounter.DROP_HANDOFF_FULL); // the sender's memory went away: lost, as on a wire
-            return;
-        }
-        if (!ok) {
-            device.count(SoftCounter.DROP_HANDOFF_FULL); // RC retransmits; UC/UD lose it, as a full queue would
-        }
-    }
-
-    /** Runs one packet through the responder or the completer. Owner only. */
-    private void process(Packet p) {
-        count(SoftCounter.RCVD_PKTS);
-        if (p.payloadLen < 0) {
-            count(SoftCounter.DROP_MALFORMED); // a slot whose payload could not be copied
-            return;
-        }
-        try {
-            if (p.is(Opcodes.M_REQ)) {
-                responder.onRequest(p);
-            } else {
-                completer.onResponse(p);
-            }
-        } catch (Throwable t) {
-            EngineErrors.receiveFailed(device, this, p, t);
-        }
-    }
-
-    /** Processes what the inbox holds (at most one ring's worth). Owner only. */
-    void drainInbox() {
-        if (own.draining) {
-            return; // called from the processing of a packet of this drain (a response runs the requester)
-        }
-        own.draining = true;
-        try {
-            int n = 0;
-            long seq;
-            Packet next;
-            while (n < INBOX_SLOTS && (next = inbox.peek()) != null && !waits(next) && (seq = inbox.poll()) >= 0) {
-                try {
-                    process(inbox.packet(seq));
-                } finally {
-                    inbox.done(seq);
-                }
-                n++;
-            }
-            if (n == INBOX_SLOTS && !inbox.isEmpty()) {
-                exec.markPending(); // the rest in the next cycle, after the others' work
-            }
-        } finally {
-            own.draining = false;
-        }
-    }
-
-
-    /** The duty cycle (QpExecutor.Work): a READ reply's next burst, inbox, due timers, requester. Owner only. */
-    private void dutyCycle() {
-        if (paceDeadline != 0 && responder.replying() && inbox.size() >= INBOX_SLOTS / 2) {
-            // Half the inbox waits behind the paused reply: the peer's requester has been resending what we
-            // hold (its timer ran out), and once the inbox is full even the re-read that would move the reply
-            // is dropped, as are the responses to our own requester that queue behind the waiting requests.
-            // The reply goes on now: the gap protects the path from a burst, not at the price of a livelock
-            // (SoftLossyRcPropertiesTest.seedsThatOnceFailed, -Pslow seeds -1 and -2; docs/engine.md "Pacing").
-            paceDeadline = 0;
-            count(SoftCounter.PACE_SPEEDUPS);
-        }
-        if (paceDeadline == 0 && responder.replying()) {
-            try {
-                responder.continueReply(); // rxe READ_REPLY: before the requests that wait behind it
-            } catch (Throwable t) {
-                EngineErrors.qpWorkFailed(this, "READ reply", t);
-            }
-        }
-        if (!inbox.isEmpty()) {
-            drainInbox();
-        }
-        if (timerDue) {
-            timerDue = false;
-            try {
-                onTimers(fabric.clock.nanoTime());
-            } catch (Throwable t) {
-                EngineErrors.qpWorkFailed(this, "timers", t);
-            }
-        }
-        if (sq.hasWork() && (state == QpState.RTS || state == QpState.SQD || state == QpState.ERR)) {
-            try {
-                requester.run();
-            } catch (Throwable t) {
-                EngineErrors.qpWorkFailed(this, "post", t);
-            }
-        }
-    }
-
-    /**
-     * The end of the owner's burst on this QP (QpExecutor.Work): the ACK coalescer's END_OF_BURST. In process
-     * the ACK leaves now; on a RoCE device inside a thread's {@link Burst} (a receive batch, a post list) it
-     * leaves when that burst ends, so the batch's requests share one ACK and the batch's system call. Owner only.
-     */
-    private void endOfBurst() {
-        try {
-            flushAckAtEndOfBurst();
-        } finally {
-            // last: a packet sent above may have kept a peer; letting go of it cannot keep another (the peer's
-            // packets to this QP go to its inbox, this QP being owned here), so none outlives this burst
-            try {
-                releaseKeptPeer();
-            } catch (Throwable t) {
-                EngineErrors.qpWorkFailed(this, "peer release", t);
-            }
-        }
-    }
-
-    private void flushAckAtEndOfBurst() {
-        try {
-            if (!responder.ackDueAtEndOfBurst()) {
-                return;
-            }
-            if (device.onWire() && !own.burstAckListed) {
-                Burst b = Burst.current();
-                if (b.active()) {
-                    own.burstAckListed = true;
-                    b.ackAtEnd(this);
-                    return;
-                }
-            }
-            if (!own.burstAckListed) {
-                responder.flushAck();
-            }
-        } catch (Throwable t) {
-            EngineErrors.qpWorkFailed(this, "ACK", t);
-        }
-    }
-
-
-    /** The thread's burst ended: its END_OF_BURST ACK leaves. The caller owns no executor. */
-    void flushBurstAck() {
-        exec.acquire();
-        try {
-            own.burstAckListed = false;
-            if (responder.ackDueAtEndOfBurst()) {
-                responder.flushAck();
-            }
-        } catch (Throwable t) {
-            EngineErrors.qpWorkFailed(this, "ACK", t);
-        } finally {
-            exec.release();
-        }
-    }
-
-    /** Sends the responder's deferred (NEXT_VERBS_CALL) ACK; the caller owns no executor. */
-    void flushDeferredAck() {
-        ackListed = false;
-        exec.acquire();
-        try {
-            responder.flushAck();
-        } catch (Throwable t) {
-            EngineErrors.qpWorkFailed(this, "deferred ACK", t);
-        } finally {
-            exec.release();
-        }
-    }
-
-    /** Runs this QP's due timers now, on this thread (the manual clock's advance); the caller owns no executor. */
-    void runTimersNow(long nowNs) {
-        Burst b = Burst.enter();
-        exec.acquire();
-        try {
-            onTimers(nowNs);
-        } catch (Throwable t) {
-            EngineErrors.qpWorkFailed(this, "timers", t);
-        } finally {
-            exec.release();
-            b.exit();
-        }
-    }
-
     /** {@return whether the QP's transport has this operation (rxe next_opcode finds an opcode for it)} */
     boolean hasOpcode(WrOpcode op) {
         return validOps[op.ordinal()];
@@ -718,173 +397,11 @@ final class SoftQp extends SoftResource implements QueuePair {
         Burst b = Burst.enter();
         exec.acquire();
         try {
-            modifyLocked(a);
+            QpModify.modify(this, a);
         } finally {
             exec.release();
             b.exit();
         }
-    }
-
-    private void modifyLocked(QpAttributes a) {
-        // what the responder acknowledged so far goes out before the QP changes (rxe sent it at receive time)
-        responder.flushAck();
-        int mask = a.mask();
-        QpState cur = state;
-        if (a.has(QpAttrMask.CUR_STATE) && a.curState() != cur) {
-            throw new VerbsException(Errno.EINVAL, "cur_qp_state " + a.curState() + " but QP 0x"
-                    + Integer.toHexString(qpn) + " is in " + cur);
-        }
-        QpState next = a.has(QpAttrMask.STATE) ? a.state() : cur;
-        String why = QpTransitions.check(type, cur, next, mask);
-        if (why != null) {
-            throw new VerbsException(Errno.EINVAL, why);
-        }
-        checkValues(a);
-        // Everything checked: apply (ibv_modify_qp.3: all or nothing).
-        if (a.has(QpAttrMask.QKEY)) {
-            qkey = a.qkey();
-        }
-        if (a.has(QpAttrMask.PKEY_INDEX)) {
-            pkeyIndex = a.pkeyIndex();
-        }
-        if (a.has(QpAttrMask.PORT)) {
-            port = a.port();
-        }
-        if (a.has(QpAttrMask.ACCESS_FLAGS)) {
-            accessFlags = a.accessFlags();
-        }
-        if (a.has(QpAttrMask.AV)) {
-            av = a.av().copy();
-            if (av.dgid() != null) {
-                pacer.bind(device.pacePath(av.dgid())); // what the device's QPs learnt of the path there (Pacer)
-            }
-            dgid = av.dgid();
-            sgid = device.gid(av.sgidIndex());
-            peer = fabric.deviceFor(dgid);
-            if (peer != null) {
-                dgid = peer.ownGid(dgid);
-            }
-        }
-        if (a.has(QpAttrMask.PATH_MTU)) {
-            pathMtu = a.pathMtu().bytes() > device.activeMtu().bytes() ? device.activeMtu() : a.pathMtu();
-        }
-        if (a.has(QpAttrMask.DEST_QPN)) {
-            destQpn = a.destQpNum() & Psn.MASK;
-        }
-        if (a.has(QpAttrMask.TIMEOUT)) {
-            timeout = a.timeout();
-        }
-        if (a.has(QpAttrMask.RETRY_CNT)) {
-            retryCnt = a.retryCnt();
-            completer.retryCnt = retryCnt;
-        }
-        if (a.has(QpAttrMask.RNR_RETRY)) {
-            rnrRetry = a.rnrRetry();
-            completer.rnrRetry = rnrRetry;
-        }
-        if (a.has(QpAttrMask.MIN_RNR_TIMER)) {
-            minRnrTimer = a.minRnrTimer();
-        }
-        if (a.has(QpAttrMask.MAX_QP_RD_ATOMIC)) {
-            maxRdAtomic = rdAtomicDepth(a.maxRdAtomic());
-            requester.resetDepth();
-        }
-        if (a.has(QpAttrMask.MAX_DEST_RD_ATOMIC)) {
-            maxDestRdAtomic = rdAtomicDepth(a.maxDestRdAtomic());
-            // rxe allocates the resources for the rounded value (256 for 129) although the QP keeps 0
-            responder.resizeResources(a.maxDestRdAtomic());
-        }
-        if (a.has(QpAttrMask.RQ_PSN)) {
-            rqPsn = a.rqPsn() & Psn.MASK;
-            responder.psn = rqPsn;
-            responder.dropHeld();
-        }
-        if (a.has(QpAttrMask.SQ_PSN)) {
-            sqPsn = a.sqPsn() & Psn.MASK;
-            requester.psn = sqPsn;
-            requester.highWater = sqPsn;
-            completer.psn = sqPsn;
-        }
-        if (a.has(QpAttrMask.EN_SQD_ASYNC_NOTIFY)) {
-            enSqdAsyncNotify = a.enSqdAsyncNotify();
-        }
-        if (next != cur) {
-            SoftEvents.qpState(this, cur, next, "modify");
-            switch (next) {
-                case RESET -> reset();
-                case ERR -> {
-                    modifyingToError = true;
-                    try {
-                        moveToError();
-                    } finally {
-                        modifyingToError = false;
-                    }
-                }
-                case SQD -> {
-                    state = QpState.SQD;
-                    maybeSqDrained();
-                }
-                case RTS -> {
-                    state = QpState.RTS;
-                    requester.run();
-                }
-                default -> state = next;
-            }
-        }
-    }
-
-    private void checkValues(QpAttributes a) {
-        if (a.has(QpAttrMask.PORT)) {
-            device.checkPort(a.port());
-        }
-        if (a.has(QpAttrMask.PKEY_INDEX) && a.pkeyIndex() != 0) {
-            throw new VerbsException(Errno.EINVAL, "pkey_index " + a.pkeyIndex() + " (P_Key table has 1 entry)");
-        }
-        if (a.has(QpAttrMask.AV)) {
-            AhAttributes v = a.av();
-            if (v.sgidIndex() < 0 || v.sgidIndex() >= device.gidTableLength()) {
-                throw new VerbsException(Errno.EINVAL, "ah_attr.sgid_index " + v.sgidIndex() + " (GID table has "
-                        + device.gidTableLength() + " entries)");
-            }
-            if (v.dgid() == null) {
-                throw new VerbsException(Errno.EINVAL, "ah_attr.dgid is null");
-            }
-        }
-        if (a.has(QpAttrMask.TIMEOUT) && (a.timeout() < 0 || a.timeout() > 31)) {
-            throw new VerbsException(Errno.EINVAL, "timeout " + a.timeout() + " (expected 0..31)");
-        }
-        // rxe_qp_chk_attr checks neither retry_cnt, rnr_retry, min_rnr_timer nor max_dest_rd_atomic: any value
-        // of their u8 in struct ibv_qp_attr is accepted (seen in the VM: interop/rxe-probes, case modify), and
-        // the engine does with it what rxe does (see modifyLocked and the Completer). Only what a u8 cannot
-        // hold is refused here.
-        checkU8(a, QpAttrMask.RETRY_CNT, a.retryCnt(), "retry_cnt", "7 and above retry forever");
-        checkU8(a, QpAttrMask.RNR_RETRY, a.rnrRetry(), "rnr_retry", "7 and above retry forever");
-        checkU8(a, QpAttrMask.MIN_RNR_TIMER, a.minRnrTimer(), "min_rnr_timer", "the RNR NAK carries its low 5 bits");
-        checkU8(a, QpAttrMask.MAX_DEST_RD_ATOMIC, a.maxDestRdAtomic(), "max_dest_rd_atomic",
-                "129 and above round up to 256, which rxe keeps as 0");
-        if (a.has(QpAttrMask.MAX_QP_RD_ATOMIC) && (a.maxRdAtomic() < 0 || a.maxRdAtomic() > SoftDevice.MAX_RD_ATOMIC)) {
-            // rxe_qp_chk_attr: max_rd_atomic > max_qp_rd_atom => -EINVAL
-            throw new VerbsException(Errno.EINVAL, "max_rd_atomic " + a.maxRdAtomic() + " (expected 0.."
-                    + SoftDevice.MAX_RD_ATOMIC + ", the device's max_qp_rd_atom)");
-        }
-        if (a.has(QpAttrMask.ACCESS_FLAGS) && (a.accessFlags() & ~0xF) != 0) {
-            throw new VerbsException(Errno.EINVAL, "qp_access_flags 0x" + Integer.toHexString(a.accessFlags())
-                    + " has unsupported bits");
-        }
-    }
-
-    private static void checkU8(QpAttributes a, QpAttrMask bit, int value, String name, String note) {
-        if (a.has(bit) && (value < 0 || value > 255)) {
-            throw new VerbsException(Errno.EINVAL, name + " " + value + " (expected 0..255, a u8 in verbs; " + note + ")");
-        }
-    }
-
-    /**
-     * rxe_qp_from_attr: an rd_atomic depth is rounded up to a power of two and kept in a u8 field, so 129..255
-     * become 256 and then 0 (seen in the VM: a QP given max_dest_rd_atomic 129 reports 0 and refuses READs).
-     */
-    private static int rdAtomicDepth(int v) {
-        return v == 0 ? 0 : Bytes.ceilPow2(v) & 0xFF;
     }
 
     @Override
@@ -892,133 +409,45 @@ final class SoftQp extends SoftResource implements QueuePair {
         checkNotClosed();
         exec.acquire();
         try {
-            QpAttributes a = new QpAttributes()
-                    .state(state).curState(state).qkey(qkey).pkeyIndex(pkeyIndex).port(port).accessFlags(accessFlags)
-                    .av(av).pathMtu(pathMtu).destQpNum(destQpn).timeout(timeout).retryCnt(retryCnt)
-                    .rnrRetry(rnrRetry).minRnrTimer(minRnrTimer).maxRdAtomic(maxRdAtomic)
-                    .maxDestRdAtomic(maxDestRdAtomic).sqPsn(requester.psn).rqPsn(responder.psn)
-                    .enSqdAsyncNotify(enSqdAsyncNotify).cap(cap);
-            a.sqDraining(state == QpState.SQD && !sq.isEmpty());
-            return a;
+            return QpModify.query(this);
         } finally {
             exec.release();
         }
     }
 
-    // ------------------------------------------------------------------ state changes (owner)
+    // ------------------------------------------------------------------ state changes (owner: QpStateChanges)
 
-    private void reset() {
-        state = QpState.RESET;
-        sq.reset();
-        retransDeadline = 0;
-        rnrDeadline = 0; // the timer service forgets a QP with no deadline
-        paceDeadline = 0;
-        probeDeadline = 0;
-        pacer.reset();
-        if (rq != null) {
-            rq.reset();
-        }
-        requester.reset();
-        completer.reset();
-        responder.reset();
-        qkey = 0;
-        accessFlags = 0;
-    }
-
-    /**
-     * Moves to ERR: every outstanding send and receive completes with WR_FLUSH_ERR (rxe_qp_error and
-     * the flush in rxe_requester / rxe_receiver). With an SRQ, the shared queue is left alone and
-     * QP_LAST_WQE_REACHED is raised instead (rxe flush_recv_queue).
-     */
+    /** Moves to ERR, flushing the queues (QpStateChanges.moveToError). Owner only. */
     void moveToError() {
-        boolean was = state == QpState.ERR;
-        if (!was && !modifyingToError) {
-            SoftEvents.qpState(this, state, QpState.ERR, "error");
-        }
-        state = QpState.ERR;
-        retransDeadline = 0;
-        rnrDeadline = 0;
-        paceDeadline = 0;
-        probeDeadline = 0;
-        responder.dropHeld();
-        flushSendQueue();
-        if (srq != null) {
-            if (!was) {
-                pd.ctx.raise(new AsyncEvent(AsyncEventType.QP_LAST_WQE_REACHED, this, null, null, 0));
-            }
-        } else {
-            flushRecvQueue();
-        }
+        QpStateChanges.moveToError(this);
     }
 
+    /** Completes every outstanding send with WR_FLUSH_ERR. Owner only. */
     void flushSendQueue() {
-        SendQueue q = sq;
-        while (!q.isEmpty()) {
-            int w = q.compSlot();
-            if (q.tookCredit(w)) {
-                q.setTookCredit(w, false);
-                requester.rdAtomicAvail++;
-            }
-            q.setState(w, SendQueue.DONE);
-            q.advanceComp();
-            sendCq.post(q.wrId(w), WcStatus.WR_FLUSH_ERR, q.opcode(w).wcOpcode(), 0, 0, qpn, 0, 0, false);
-        }
-        q.reqToHead();
-    }
-
-    void flushRecvQueue() {
-        responder.dropCurrentWqe();
-        while (!rq.isEmpty()) {
-            int s = rq.headSlot();
-            long id = rq.wrId[s];
-            rq.advance();
-            recvCq.post(id, WcStatus.WR_FLUSH_ERR, WcOpcode.RECV, 0, 0, qpn, 0, 0, false);
-        }
+        QpStateChanges.flushSendQueue(this);
     }
 
     /**
-     * Completes a send WQE, the oldest outstanding one (slot {@code w}); a CQE is generated if it failed or is
-     * signaled.
+     * Completes the oldest outstanding send WQE (QpStateChanges.completeSend). Owner only.
+     *
+     * @param w its slot
+     * @param status the completion's status
      */
     void completeSend(int w, WcStatus status) {
-        SendQueue q = sq;
-        q.setState(w, SendQueue.DONE);
-        if (q.tookCredit(w)) {
-            q.setTookCredit(w, false);
-            requester.rdAtomicAvail++;
-        }
-        q.advanceComp();
-        if (status != WcStatus.SUCCESS || q.signaled(w)) {
-            // rxe make_send_cqe: byte_len is the WQE's length, for an atomic too (16 for a 16-byte SGE:
-            // seen in the VM)
-            int byteLen = (int) q.length(w);
-            // A full send CQ loses the completion and raises CQ_ERR; the QP carries on (rxe's completer
-            // ignores rxe_cq_post's -EBUSY).
-            sendCq.post(q.wrId(w), status, q.opcode(w).wcOpcode(), byteLen, 0, qpn, 0, 0, false);
-        }
+        QpStateChanges.completeSend(this, w, status);
     }
 
-    /**
-     * A receive completion was lost to a full CQ: the QP goes to ERR (rxe do_complete ->
-     * RESPST_ERR_CQ_OVERFLOW -> RESPST_ERROR, class G) and the request is not acknowledged. The user
-     * learns of it from the CQ_ERR event {@link SoftCq#post} raised, one per lost completion (the flushed
-     * receives that do not fit either raise theirs); rxe raises no QP event, and neither do we (seen in the
-     * VM: interop/rxe-probes, case cqovf).
-     */
+    /** A receive completion was lost to a full CQ: to ERR (QpStateChanges.overflowed). Owner only. */
     void overflowed() {
-        if (state != QpState.ERR) {
-            moveToError();
-        }
+        QpStateChanges.overflowed(this);
     }
 
+    /** Raises SQ_DRAINED if it is due (QpStateChanges.maybeSqDrained). Owner only. */
     void maybeSqDrained() {
-        if (state == QpState.SQD && sq.isEmpty() && enSqdAsyncNotify) {
-            enSqdAsyncNotify = false;
-            pd.ctx.raise(new AsyncEvent(AsyncEventType.SQ_DRAINED, this, null, null, 0));
-        }
+        QpStateChanges.maybeSqDrained(this);
     }
 
-    // ------------------------------------------------------------------ timers (owner; the service reads deadlines)
+    // ------------------------------------------------------------------ timers (owner; the service reads deadlines: QpTimers)
 
     /**
      * A response arrived since the retransmit timer was armed (the completer's rxe behaviour). Stored only when
@@ -1031,78 +460,27 @@ final class SoftQp extends SoftResource implements QueuePair {
         }
     }
 
+    /** Arms the retransmit timer if it is not (QpTimers.armRetransmit). Owner only. */
     void armRetransmit() {
-        if (retransDeadline == 0) {
-            long t = Aeth.retransmitTimeoutNs(timeout);
-            if (t > 0) {
-                retransDeadline = fabric.clock.nanoTime() + t;
-                progressSinceArm = false;
-                fabric.timers.watch(this);
-            }
-        }
+        QpTimers.armRetransmit(this);
     }
 
+    /**
+     * Arms the RNR timer (QpTimers.armRnr). Owner only.
+     *
+     * @param delayNs the RNR NAK's delay
+     */
     void armRnr(long delayNs) {
-        rnrDeadline = fabric.clock.nanoTime() + Math.max(1, delayNs);
-        fabric.timers.watch(this);
+        QpTimers.armRnr(this, delayNs);
     }
 
-    /** Arms the loss probe's check at {@code deadlineNs} (owner only). */
+    /**
+     * Arms the loss probe's check (QpTimers.armProbe). Owner only.
+     *
+     * @param deadlineNs when
+     */
     void armProbe(long deadlineNs) {
-        probeDeadline = deadlineNs == 0 ? 1 : deadlineNs;
-        fabric.timers.watch(this);
-    }
-
-    boolean hasArmedTimer() {
-        return retransDeadline != 0 || rnrDeadline != 0 || paceDeadline != 0 || probeDeadline != 0;
-    }
-
-    long nextDeadline() {
-        long d = Long.MAX_VALUE;
-        if (retransDeadline != 0) {
-            d = retransDeadline;
-        }
-        if (rnrDeadline != 0 && rnrDeadline - d < 0) {
-            d = rnrDeadline;
-        }
-        if (paceDeadline != 0 && paceDeadline - d < 0) {
-            d = paceDeadline;
-        }
-        if (probeDeadline != 0 && probeDeadline - d < 0) {
-            d = probeDeadline;
-        }
-        return d;
-    }
-
-    void onTimers(long nowNs) {
-        if (paceDeadline != 0 && nowNs - paceDeadline >= 0) {
-            paceDeadline = 0;
-            exec.markPending(); // the paused burst goes on in the next duty cycle (this owner's)
-        }
-        if (rnrDeadline != 0 && nowNs - rnrDeadline >= 0) {
-            rnrDeadline = 0;
-            // rxe rnr_nak_timer: retry from the oldest unacknowledged PSN.
-            completer.goBackN();
-            requester.run();
-        }
-        if (probeDeadline != 0 && nowNs - probeDeadline >= 0) {
-            probeDeadline = 0;
-            if (completer.probeCheck(nowNs)) {
-                requester.run();
-            }
-        }
-        if (retransDeadline != 0 && nowNs - retransDeadline >= 0) {
-            retransDeadline = 0;
-            if (completer.outstanding() == SendQueue.NONE) {
-                return;
-            }
-            if (progressSinceArm || rnrDeadline != 0) {
-                // Responses arrived since the timer was armed: push it down the road (rxe re-arms on progress).
-                armRetransmit();
-                return;
-            }
-            completer.timeout();
-        }
+        QpTimers.armProbe(this, deadlineNs);
     }
 
     // ------------------------------------------------------------------ posting
@@ -1121,7 +499,7 @@ final class SoftQp extends SoftResource implements QueuePair {
             } finally {
                 exec.release();
             }
-            afterVerbsCall();
+            AckFlush.afterVerbsCall(this);
             return ok;
         } finally {
             b.exit();
@@ -1144,21 +522,10 @@ final class SoftQp extends SoftResource implements QueuePair {
             } finally {
                 exec.release();
             }
-            afterVerbsCall();
+            AckFlush.afterVerbsCall(this);
             return n;
         } finally {
             b.exit();
-        }
-    }
-
-    /**
-     * The ACKs deferred to this thread's next verbs call (AckCoalescer NEXT_VERBS_CALL) leave now, in the
-     * same burst as the packets the call made: an answer leaves before the ACKs it follows. The caller owns
-     * no executor.
-     */
-    private void afterVerbsCall() {
-        if (fabric.acksPending()) {
-            fabric.flushAcks();
         }
     }
 
@@ -1177,33 +544,20 @@ final class SoftQp extends SoftResource implements QueuePair {
 
     /** Validates and copies one request into the send queue (rxe validate_send_wr / init_send_wqe). */
     private boolean enqueue(SendWorkRequest wr) {
-        if (!validate(wr)) {
+        if (!PostChecks.validate(this, wr)) {
             return false;
         }
         SendQueue q = sq;
         if (q.isFull()) {
-            String m = sqFullMessage;
-            if (m == null) {
-                m = sqFullMessage = "send queue of " + describe() + " is full (" + cap.maxSendWr()
-                        + " WRs outstanding, max_send_wr): poll its send CQ, and signal at least every "
-                        + cap.maxSendWr() + "th WR, so that slots are freed";
-            }
-            wr.postError(Errno.ENOMEM, m);
-            return false;
+            return PostChecks.sqFull(this, wr);
         }
         int w = q.headSlot();
         q.write(w, wr, sqSigAll || (wr.sendFlags() & SendFlags.SIGNALED) != 0);
         int n = wr.numSge();
         if ((wr.sendFlags() & SendFlags.INLINE) != 0) {
             // the bytes are copied now; the scatter list is not kept (nothing reads it again)
-            if (!copyInline(w, wr)) {
-                long total = 0;
-                for (int i = 0; i < n; i++) {
-                    total += wr.sge(i).length();
-                }
-                return refuse(wr, Errno.EINVAL, "inline data of " + total + " bytes is not readable: each entry must"
-                        + " lie in its segment (ScatterGatherEntry.inline) or in a registered region of this context,"
-                        + " and in memory this thread may access");
+            if (!PostChecks.copyInline(this, w, wr)) {
+                return PostChecks.inlineUnreadable(wr);
             }
         } else {
             long total = 0;
@@ -1220,117 +574,7 @@ final class SoftQp extends SoftResource implements QueuePair {
     }
 
     /** Refused-post sentence for a full send queue, made once (a full queue may be hit in a loop). */
-    private String sqFullMessage;
-
-    /** {@return whether the request may be posted; if not, its postError and message say why} */
-    private boolean validate(SendWorkRequest wr) {
-        QpState s = state;
-        if (closed || s == QpState.RESET || s == QpState.INIT || s == QpState.RTR) {
-            // rxe_post_send: the requester is not ready before RTS => -EINVAL
-            return refuse(wr, Errno.EINVAL, closed ? describe() + " is closed" : describe() + " is in " + s
-                    + ": sends can be posted in RTS (and SQD, SQE, ERR) only; modify it "
-                    + (s == QpState.RESET ? "RESET -> INIT -> RTR -> RTS" : s == QpState.INIT ? "INIT -> RTR -> RTS"
-                    : "RTR -> RTS") + " first");
-        }
-        WrOpcode op = wr.opcode();
-        if (op == null) {
-            return refuse(wr, Errno.EINVAL, "the request has no opcode (SendWorkRequest.opcode)");
-        }
-        // An opcode the QP type does not have (READ or an atomic on UC, RDMA on UD) is accepted here, as
-        // rdma-core's rxe provider accepts it; the requester then fails it (Requester.start).
-        int n = wr.numSge();
-        if (n > cap.maxSendSge()) {
-            return refuse(wr, Errno.EINVAL, "num_sge " + n + " exceeds max_send_sge " + cap.maxSendSge() + " of "
-                    + describe() + " (ask for more in QpCapabilities when creating the QP)");
-        }
-        long total = 0;
-        for (int i = 0; i < n; i++) {
-            int l = wr.sge(i).length();
-            if (l < 0) {
-                return refuse(wr, Errno.EINVAL, "sge[" + i + "] has length " + l + " (lengths are unsigned 32-bit"
-                        + " in verbs; rdma4j takes 0.." + Integer.MAX_VALUE + ")");
-            }
-            total += l;
-        }
-        if (total > SoftDevice.MAX_MSG_SZ) {
-            return refuse(wr, Errno.EINVAL, "a message of " + total + " bytes exceeds max_msg_sz "
-                    + SoftDevice.MAX_MSG_SZ);
-        }
-        if (op.isAtomic() && (total < 8 || (wr.remoteAddr() & 7) != 0)) {
-            // rdma-core rxe validate_send_wr: fewer than 8 bytes, or a misaligned remote address; longer SGEs
-            // are accepted and the original value lands in their first 8 bytes (seen in the VM)
-            return refuse(wr, Errno.EINVAL, total < 8 ? op + " needs at least 8 bytes of local SGEs for the"
-                    + " original value, has " + total : op + " remote_addr 0x" + Long.toHexString(wr.remoteAddr())
-                    + " is not 8-byte aligned");
-        }
-        int f = wr.sendFlags();
-        if ((f & SendFlags.INLINE) != 0) {
-            if (!(op == WrOpcode.SEND || op == WrOpcode.SEND_WITH_IMM || op == WrOpcode.RDMA_WRITE
-                    || op == WrOpcode.RDMA_WRITE_WITH_IMM)) {
-                return refuse(wr, Errno.EINVAL, "INLINE is for SEND and RDMA WRITE, not " + op);
-            }
-            if (total > cap.maxInlineData()) {
-                return refuse(wr, Errno.EINVAL, "inline data of " + total + " bytes exceeds max_inline_data "
-                        + cap.maxInlineData() + " of " + describe());
-            }
-        }
-        if (type == QpType.UD) {
-            if (!(wr.ah() instanceof SoftAh ah) || ah.closed || ah.pd != pd) {
-                // the AH must belong to the QP's PD
-                return refuse(wr, Errno.EINVAL, wr.ah() == null ? "a UD send needs an address handle (ah)"
-                        : "the address handle is closed, of another device or of another PD than " + describe());
-            }
-        }
-        return true;
-    }
-
-    private static boolean refuse(SendWorkRequest wr, Errno e, String message) {
-        wr.postError(e, message);
-        return false;
-    }
-
-    /**
-     * Copies inline data into the WQE's stride of the inline area and sets its length; the L_Key is not checked
-     * (ibv_post_send.3).
-     */
-    private boolean copyInline(int w, SendWorkRequest wr) {
-        long pos = 0;
-        MemorySegment dst = inlineArea;
-        long base = sq.inlineOff(w);
-        try {
-            for (int i = 0, n = wr.numSge(); i < n; i++) {
-                ScatterGatherEntry s = wr.sge(i);
-                int l = s.length();
-                if (l == 0) {
-                    continue;
-                }
-                MemorySegment src = s.segment();
-                if (src != null) {
-                    // The CPU copies inline data (no device access, no L_Key): from the memory the entry
-                    // names, at the address's offset in it (0 for ScatterGatherEntry.inline).
-                    long o = s.addr() - src.address();
-                    if (o < 0 || o > src.byteSize() - l) {
-                        return false;
-                    }
-                    Bytes.copy(src, o, dst, base + pos, l);
-                } else {
-                    SoftMr mr = device.lookupMr(s.lkey());
-                    if (mr == null || mr.pd.ctx != pd.ctx || !mr.contains(s.addr(), l)) {
-                        mr = device.findMrByAddress(pd.ctx, s.addr(), l);
-                    }
-                    if (mr == null) {
-                        return false; // an address outside registered memory cannot be read safely
-                    }
-                    Bytes.copy(mr.segment, s.addr() - mr.address, dst, base + pos, l);
-                }
-                pos += l;
-            }
-        } catch (IllegalStateException | IndexOutOfBoundsException | WrongThreadException ex) {
-            return false; // a closed arena, a range outside the segment, a confined segment of another thread
-        }
-        sq.setLength(w, pos);
-        return true;
-    }
+    String sqFullMessage;
 
     @Override
     public boolean postRecv(RecvWorkRequest wr) {
@@ -1348,7 +592,7 @@ final class SoftQp extends SoftResource implements QueuePair {
             exec.acquire();
             try {
                 if (state == QpState.ERR) {
-                    flushRecvQueue();
+                    QpStateChanges.flushRecvQueue(this);
                 }
             } finally {
                 exec.release();
@@ -1412,7 +656,7 @@ final class SoftQp extends SoftResource implements QueuePair {
         Burst b = Burst.enter();
         exec.acquire();
         try {
-            responder.flushAck(); // acknowledged before it goes, as rxe had at receive time
+            responder.acks.flushAck(); // acknowledged before it goes, as rxe had at receive time
             closed = true;
             state = QpState.RESET;
             retransDeadline = 0;

@@ -91,7 +91,7 @@ final class TimerService implements Agent {
             AgentRunner r = runner;
             if (r == null) {
                 startAgent();
-            } else if (qp.nextDeadline() - plannedWakeNs < 0) {
+            } else if (QpTimers.nextDeadline(qp) - plannedWakeNs < 0) {
                 r.wake();
             }
         }
@@ -252,12 +252,12 @@ final class TimerService implements Agent {
         long next = Long.MAX_VALUE;
         for (int i = 0; i < watched.size(); ) {
             SoftQp qp = watched.get(i);
-            long d = qp.nextDeadline();
+            long d = QpTimers.nextDeadline(qp);
             if (qp.closed || d == Long.MAX_VALUE) {
                 // Dekker with watch(): the QP stores its deadline then reads watched, this clears watched then
                 // reads the deadline, so a timer armed meanwhile is seen by one side or the other
                 qp.watched = false;
-                if (!qp.closed && qp.nextDeadline() != Long.MAX_VALUE && WATCHED.compareAndSet(qp, false, true)) {
+                if (!qp.closed && QpTimers.nextDeadline(qp) != Long.MAX_VALUE && WATCHED.compareAndSet(qp, false, true)) {
                     i++;
                     continue;
                 }
@@ -268,7 +268,7 @@ final class TimerService implements Agent {
             if (now - d >= 0) {
                 if (runHere) {
                     due++;
-                    qp.runTimersNow(now);
+                    QpTimers.runTimersNow(qp, now);
                 } else if (!qp.timerDue) {
                     // marked once; the QP's owner runs the timer and re-arms (watch() wakes this agent if the new
                     // deadline is earlier than its plan), so a due QP is not counted as work again meanwhile

@@ -63,7 +63,7 @@ class SoftDroppingResponderTest {
     private LossyPair droppingPair(long seed, long latencyNs, double jump, double loss) {
         LossyPair.Config cfg = LossyPair.Config.of(QpType.RC).mtu(Mtu.MTU_1024).retries(14, 6, 7);
         LossyPair p = new LossyPair(cfg, seed, FaultInjectingLink.Faults.NONE);
-        ((SoftQp) p.b.qp).responder.holdsOutOfSequence = false;
+        ((SoftQp) p.b.qp).responder.held.holdsOutOfSequence = false;
         p.link.latency(latencyNs);
         p.link.rate(PER_PACKET_NS);
         p.link.jump(jump);
@@ -237,7 +237,7 @@ class SoftDroppingResponderTest {
         // loss, duplication and netem's reorder together; retry_cnt 6 as the tools use
         pair = droppingPair(seed, 2 * LATENCY_NS, 0.05, 0.05);
         pair.link.faults(new FaultInjectingLink.Faults(0, 0.02, 0, 0, 0.01, 1));
-        ((SoftQp) pair.a.qp).responder.holdsOutOfSequence = false; // both answer as rxe
+        ((SoftQp) pair.a.qp).responder.held.holdsOutOfSequence = false; // both answer as rxe
         pingPong(pair, 30);
         System.out.println("SoftDroppingResponderTest ping-pong all four seed " + seed + ": " + counts(pair));
         assertTrue(pair.a.dev.counter(SoftCounter.RETRY_TIMEOUTS) <= 3, () -> counts(pair));

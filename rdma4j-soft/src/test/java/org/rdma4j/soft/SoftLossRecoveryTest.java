@@ -184,7 +184,7 @@ class SoftLossRecoveryTest {
         // Packet 10 is lost, then packet 30 of the resend: rxe's completer ignores the second NAK
         // (comp.started_retry) and waits for its retransmit timer; here the NAK's PSN shows the resend got
         // past its start, so the next resend starts at once. No clock step is needed. In process each
-        // NAK arrives while the third packet after its gap is being sent (Responder.NAK_THRESHOLD), the
+        // NAK arrives while the third packet after its gap is being sent (HeldRequests.NAK_THRESHOLD), the
         // responder holds those (HELD_OUT_OF_SEQ), and the ACK that answers the resent packet says so:
         // each loss costs one packet sent again, nothing more.
         WorkCompletion wc = scriptedSend(7, 0, 0, new int[] {10, 1}, new int[] {30, 1});
@@ -249,7 +249,7 @@ class SoftLossRecoveryTest {
         pair = new LossyPair(cfg, 3, FaultInjectingLink.Faults.NONE);
         pair.link.latency(10_000);
         pair.stepNs(5_000);
-        ((SoftQp) pair.b.qp).responder.holdsOutOfSequence = holds;
+        ((SoftQp) pair.b.qp).responder.held.holdsOutOfSequence = holds;
         SplittableRandom rnd = new SplittableRandom(99);
         pair.link.dropIf(p -> p.is(Opcodes.M_REQ) && rnd.nextDouble() < 0.05);
         SendWorkRequest[] wrs = new SendWorkRequest[MESSAGES];

@@ -147,7 +147,7 @@ class SoftLossyRcPropertiesTest {
      * RNR NAK's PSN) that its budget still counted from its old start (Requester.RESEND_BUDGET). -2 at the
      * -Pslow scale (every fault at once, 256-packet READs at path MTU 256, a 1 ms ACK timeout) livelocked: the
      * peer's resends filled the inbox behind a READ reply paused for its gap, so the re-read that would have moved
-     * the reply was dropped, and so were the responses to this side's own requester (SoftQp.dutyCycle).
+     * the reply was dropped, and so were the responses to this side's own requester (OwnerWork.dutyCycle).
      */
     @org.junit.jupiter.api.Test
     void seedsThatOnceFailed() {

@@ -76,7 +76,7 @@ class SoftNetemReorderTest {
         }
         return sb.append("reordered ").append(p.link.count(FaultInjectingLink.Fault.REORDERED)).append("; A's view of B: ")
                 .append(((SoftQp) p.a.qp).completer.peer).append(", B's NAK threshold ")
-                .append(((SoftQp) p.b.qp).responder.nakThreshold).append(", spurious NAKs ")
+                .append(((SoftQp) p.b.qp).responder.held.nakThreshold).append(", spurious NAKs ")
                 .append(p.b.dev.counter(SoftCounter.SPURIOUS_SEQ_NAKS)).toString();
     }
 
@@ -140,7 +140,7 @@ class SoftNetemReorderTest {
         // B's responder answers as rxe's does (NAK the first out-of-sequence request, drop all that follow):
         // A's requester faces what it faces against kernel rxe (interop/run's impairment rows).
         pair = netemPair(seed, 0.05, 0);
-        ((SoftQp) pair.b.qp).responder.holdsOutOfSequence = false;
+        ((SoftQp) pair.b.qp).responder.held.holdsOutOfSequence = false;
         pingPong(40);
         String c = counts(pair);
         System.out.println("SoftNetemReorderTest ping-pong into a dropping responder seed " + seed + ": " + c);
@@ -153,7 +153,7 @@ class SoftNetemReorderTest {
     @ValueSource(longs = {4, 5, 6})
     void aStreamOfWritesIntoAResponderThatDropsWhatFollowsAGapCompletes(long seed) {
         pair = netemPair(seed, 0.05, 0);
-        ((SoftQp) pair.b.qp).responder.holdsOutOfSequence = false;
+        ((SoftQp) pair.b.qp).responder.held.holdsOutOfSequence = false;
         writes(6);
         String c = counts(pair);
         System.out.println("SoftNetemReorderTest writes into a dropping responder seed " + seed + ": " + c);
@@ -174,7 +174,7 @@ class SoftNetemReorderTest {
         // sent again whole.)
         assertTrue(dups * 5 <= sent, () -> "more than a fifth of the packets sent again: " + c);
         assertTrue(pair.b.dev.counter(SoftCounter.SPURIOUS_SEQ_NAKS) > 0, () -> "the responder saw reordering: " + c);
-        assertTrue(((SoftQp) pair.b.qp).responder.nakThreshold > Responder.NAK_THRESHOLD, c);
+        assertTrue(((SoftQp) pair.b.qp).responder.held.nakThreshold > HeldRequests.NAK_THRESHOLD, c);
     }
 
     /**

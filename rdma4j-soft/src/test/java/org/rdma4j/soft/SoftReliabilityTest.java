@@ -249,7 +249,7 @@ class SoftReliabilityTest {
         List<Integer> reqPsns = seen.stream().filter(s -> (Opcodes.mask(s.opcode()) & Opcodes.M_REQ) != 0)
                 .map(Seen::psn).toList();
         // In process the NAK for the gap arrives while the third packet after it is being sent
-        // (Responder.NAK_THRESHOLD), so the requester goes back at once to the NAK's PSN, not to the message
+        // (HeldRequests.NAK_THRESHOLD), so the requester goes back at once to the NAK's PSN, not to the message
         // start: psn..psn+6 (psn+3 lost), then psn+3 again; the responder held psn+4..psn+6 (rxe drops
         // them), its ACK says so, and the requester goes on with psn+7.
         List<Integer> expected = new ArrayList<>();
@@ -465,7 +465,7 @@ class SoftReliabilityTest {
         open(cfg, FaultInjectingLink.Faults.NONE);
         int send = cfg.psnA();
         int read = Psn.add(send, 1);
-        // The SEND is lost: B holds the READ behind the gap (Responder.outOfSequence), and the resent SEND drains it.
+        // The SEND is lost: B holds the READ behind the gap (HeldRequests.outOfSequence), and the resent SEND drains it.
         dropOnce(p -> p.opcode == (Opcodes.RC | Opcodes.SEND_ONLY));
         pair.b.mem.asSlice(SRC + 4096, 64).fill((byte) 'D');
         postRecv(pair.b, 9, DST, 4096);
