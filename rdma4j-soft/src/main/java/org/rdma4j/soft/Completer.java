@@ -260,7 +260,7 @@ final class Completer {
         return true;
     }
 
-    /** The retransmit timer expired with work outstanding (SoftQp.onTimers, rxe retransmit_timer). */
+    /** The retransmit timer expired with work outstanding (QpTimers.onTimers, rxe retransmit_timer). */
     void timeout() {
         run(null);
         qp.requester.run();
@@ -275,7 +275,7 @@ final class Completer {
      *
      * <p>rxe's completer is a task that dequeues the responses queued for it and runs again until it finds none;
      * here it runs once per response ({@link #onResponse}) and once per retransmit-timer expiry ({@link #timeout},
-     * with no response). The timers are run by the timer agent (SoftQp.onTimers), which also does what rxe's EXIT
+     * with no response). The timers are run by the timer agent (QpTimers.onTimers), which also does what rxe's EXIT
      * state does with the timer: it pushes the timer down the road when responses arrived since it was armed.
      *
      * @param p the response, or null for a retransmit timeout
@@ -667,7 +667,7 @@ final class Completer {
      * RNR_RETRY (rxe COMPST_RNR_RETRY): count an RNR retry (7 = forever, IBA 9.7.5.2.8) and wait the delay the
      * NAK asks for, or fail the WQE (ERROR). rxe sets req.need_retry and the RNR timer, and the requester goes
      * back when it fires; ours rewinds the requester at once (go-back-N from the NAK's PSN) and the timer
-     * (SoftQp.onTimers) sends again.
+     * (QpTimers.onTimers) sends again.
      */
     private CompState rnrRetry(Packet p) {
         int syn = p.syndrome;
